@@ -1,0 +1,528 @@
+//! The reader: the next frame in order, release, lag accounting, and the park decision.
+//!
+//! A gating reader peeks a frame ([`Reader::try_peek`]), uses it in place, then releases it
+//! ([`Reader::release`]); the writer never overwrites it in between. A lossy reader copies
+//! ([`Reader::try_copy`]) and validates after copying, so it never accepts bytes overwritten while
+//! it read them.
+//!
+//! # Overload and failure
+//!
+//! * A lossy reader that the writer laps gets [`ReadError::Lagged`] with the exact number of
+//!   messages it missed, then continues in order from the oldest intact frame.
+//! * Everything read from the ring is untrusted: an impossible header, position or sequence number
+//!   yields [`ReadError::Corrupt`], never a panic or an out-of-bounds access.
+//! * Once the writer closes the stream, the reader first gets every committed message, then
+//!   [`ReadError::Closed`].
+//!
+//! ```
+//! use shmcast_core::{Region, RingConfig, Writer, Reader, Mode, Start, ReadError};
+//!
+//! let cfg = RingConfig::new(256, 64)?;
+//! let mut writer: Writer<()> = Writer::new(Region::heap(cfg.region_len()), cfg)?;
+//! let cb = Region::heap(shmcast_core::CONTROL_BLOCK_LEN);
+//! writer.admit(cb.clone(), Mode::Lossy, Start::Newest, ())?;
+//! let mut reader = Reader::attach(writer.ring().clone(), cb)?;
+//!
+//! // Ten 48-byte messages into a 256-byte ring: the lossy reader was lapped.
+//! for i in 0..10u8 {
+//!     writer.send(&[i; 48], |_| {})?;
+//! }
+//! let mut buf = Vec::new();
+//! assert_eq!(reader.try_copy(&mut buf), Err(ReadError::Lagged(6)));
+//! let first = reader.try_copy(&mut buf)?;
+//! assert_eq!((first.seq, buf[0]), (6, 6));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![allow(unsafe_code)]
+
+use crate::frame::{self, FrameError, Kind};
+use crate::layout::{self, LayoutError, RingConfig, cb, hdr};
+use crate::region::Region;
+use crate::sync::{Ordering, fence};
+use core::fmt;
+
+/// Attempts to find a stable frame after being lapped before reporting "try again".
+const RESYNC_ATTEMPTS: usize = 64;
+
+/// Why no message was returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadError {
+    /// Nothing committed yet beyond what was read.
+    Empty,
+    /// The stream ended and everything committed was read.
+    Closed,
+    /// The writer overwrote this many messages before they were read; reading continues with
+    /// the oldest intact one.
+    Lagged(u64),
+    /// The writer demoted this gating reader to lossy (it stalled too long or its cursor was
+    /// invalid). Reported once by `try_peek`; read on with `try_copy`.
+    Demoted,
+    /// The writer evicted this reader.
+    Evicted,
+    /// The shared memory holds something no correct writer writes.
+    Corrupt(FrameError),
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadError::Empty => f.write_str("no message available"),
+            ReadError::Closed => f.write_str("stream closed"),
+            ReadError::Lagged(n) => write!(f, "lagged: missed {n} messages"),
+            ReadError::Demoted => f.write_str("demoted from gating to lossy"),
+            ReadError::Evicted => f.write_str("evicted by the publisher"),
+            ReadError::Corrupt(e) => write!(f, "corrupt ring: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+impl From<FrameError> for ReadError {
+    fn from(e: FrameError) -> Self {
+        ReadError::Corrupt(e)
+    }
+}
+
+/// A committed message frame handed to a gating reader, to be released after use.
+#[derive(Debug, PartialEq, Eq)]
+#[must_use = "a peeked frame holds the writer back until released"]
+pub struct Frame {
+    pos: u64,
+    end: u64,
+    payload_off: usize,
+    len: u32,
+    seq: u64,
+}
+
+impl Frame {
+    /// The message's sequence number.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Payload length in bytes.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether the payload is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Position of the frame in the ring.
+    pub fn pos(&self) -> u64 {
+        self.pos
+    }
+}
+
+/// A message copied out by [`Reader::try_copy`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Copied {
+    /// The message's sequence number.
+    pub seq: u64,
+    /// Payload length in bytes (the buffer holds exactly this many).
+    pub len: usize,
+}
+
+/// Counters kept by a reader.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReaderStats {
+    /// Messages received.
+    pub received: u64,
+    /// Messages missed (sum of all `Lagged(n)`).
+    pub lagged: u64,
+    /// `Lagged` reports.
+    pub lag_events: u64,
+}
+
+/// One subscriber's side of a ring.
+pub struct Reader {
+    ring: Region,
+    cb: Region,
+    cap: u64,
+    mask: u64,
+    max_payload: u32,
+    /// Position of the next frame to read.
+    pos: u64,
+    /// Sequence number the next message must carry.
+    seq: u64,
+    gating: bool,
+    writer_gone: bool,
+    stats: ReaderStats,
+}
+
+impl fmt::Debug for Reader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reader")
+            .field("pos", &self.pos)
+            .field("seq", &self.seq)
+            .field("gating", &self.gating)
+            .finish()
+    }
+}
+
+impl Reader {
+    /// Attaches to a ring and the control block the writer admitted this reader with. Both come
+    /// from a peer: every field is validated.
+    pub fn attach(ring: Region, cb: Region) -> Result<Reader, LayoutError> {
+        let cfg: RingConfig = layout::validate_ring(&ring)?;
+        layout::validate_control_block(&cb)?;
+        // SYNC(admit): Acquire; pairs with the Release store of `state` in Writer::admit.
+        let state = cb.u32_at(cb::STATE).load(Ordering::Acquire);
+        if state != layout::STATE_ACTIVE {
+            return Err(LayoutError::Field {
+                field: "state",
+                value: state.into(),
+            });
+        }
+        let mode = cb.u32_at(cb::MODE).load(Ordering::Relaxed);
+        let gating = match mode {
+            layout::MODE_GATING => true,
+            layout::MODE_LOSSY => false,
+            _ => {
+                return Err(LayoutError::Field {
+                    field: "mode",
+                    value: mode.into(),
+                });
+            }
+        };
+        let pos = cb.u64_at(cb::START_POS).load(Ordering::Relaxed);
+        let seq = cb.u64_at(cb::START_SEQ).load(Ordering::Relaxed);
+        // SYNC(commit): Acquire; pairs with the Release store in Writer::commit.
+        let committed = ring.u64_at(hdr::COMMITTED).load(Ordering::Acquire);
+        if pos % frame::FRAME_ALIGN as u64 != 0
+            || pos > committed
+            || committed - pos > cfg.capacity()
+        {
+            return Err(LayoutError::Field {
+                field: "start_pos",
+                value: pos,
+            });
+        }
+        Ok(Reader {
+            cap: cfg.capacity(),
+            mask: cfg.capacity() - 1,
+            max_payload: cfg.max_payload() as u32,
+            ring,
+            cb,
+            pos,
+            seq,
+            gating,
+            writer_gone: false,
+            stats: ReaderStats::default(),
+        })
+    }
+
+    /// Whether the writer still gates on this reader.
+    pub fn is_gating(&self) -> bool {
+        self.gating
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> ReaderStats {
+        self.stats
+    }
+
+    /// Sequence number of the next message this reader expects.
+    pub fn next_seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// The ring region.
+    pub fn ring(&self) -> &Region {
+        &self.ring
+    }
+
+    /// Tells the reader the writer is gone (its process died): once the committed messages are
+    /// read, reads report [`ReadError::Closed`] instead of [`ReadError::Empty`]. The transport
+    /// learns this from the connection's hang-up, which orders it after the writer's last store.
+    pub fn set_writer_gone(&mut self) {
+        self.writer_gone = true;
+    }
+
+    /// Picks up a demotion or eviction decided by the writer.
+    fn check_mode(&mut self) -> Result<(), ReadError> {
+        // SYNC(evict): Acquire; pairs with the Release store in Writer::evict.
+        if self.cb.u32_at(cb::STATE).load(Ordering::Acquire) != layout::STATE_ACTIVE {
+            return Err(ReadError::Evicted);
+        }
+        // SYNC(demote): Acquire; pairs with the Release stores in Writer::demote and
+        // Writer::refresh_min_gate.
+        if self.gating && self.cb.u32_at(cb::MODE).load(Ordering::Acquire) != layout::MODE_GATING {
+            self.gating = false;
+        }
+        Ok(())
+    }
+
+    /// `Empty` or `Closed` for a reader that has read everything up to `committed`.
+    fn at_end(&self) -> ReadError {
+        // SYNC(close): Acquire; pairs with the Release store in Writer::close, which follows the
+        // last commit, so re-reading `committed` afterwards gives the final position.
+        let closed = self.ring.u32_at(hdr::CLOSED).load(Ordering::Acquire) != 0;
+        if (closed || self.writer_gone)
+            && self.ring.u64_at(hdr::COMMITTED).load(Ordering::Acquire) == self.pos
+        {
+            ReadError::Closed
+        } else {
+            ReadError::Empty
+        }
+    }
+
+    /// Loads `committed` and checks it against our position.
+    fn load_committed(&self) -> Result<u64, ReadError> {
+        // SYNC(commit): Acquire; pairs with the Release store of `committed` in Writer::commit.
+        let committed = self.ring.u64_at(hdr::COMMITTED).load(Ordering::Acquire);
+        if committed < self.pos || committed % frame::FRAME_ALIGN as u64 != 0 {
+            return Err(FrameError::Position(committed).into());
+        }
+        Ok(committed)
+    }
+
+    /// The next message frame, for a gating reader to use in place and then
+    /// [`release`](Self::release). Never blocks.
+    pub fn try_peek(&mut self) -> Result<Frame, ReadError> {
+        self.check_mode()?;
+        if !self.gating {
+            return Err(ReadError::Demoted);
+        }
+        let committed = self.load_committed()?;
+        loop {
+            if self.pos == committed {
+                return Err(self.at_end());
+            }
+            if committed - self.pos > self.cap {
+                return Err(FrameError::Position(committed).into());
+            }
+            let off = layout::data_off(self.pos, self.mask);
+            let meta = self.ring.u64_at(off).load(Ordering::Relaxed);
+            let seq = self.ring.u64_at(off + 8).load(Ordering::Relaxed);
+            let g = frame::decode(meta, self.pos, committed, self.cap, self.max_payload)?;
+            if seq != self.seq {
+                return Err(FrameError::Sequence {
+                    expected: self.seq,
+                    found: seq,
+                }
+                .into());
+            }
+            if g.kind == Kind::Padding {
+                self.pos += g.span;
+                continue;
+            }
+            return Ok(Frame {
+                pos: self.pos,
+                end: self.pos + g.span,
+                payload_off: frame::payload_off(self.pos, self.mask),
+                len: g.len,
+                seq,
+            });
+        }
+    }
+
+    /// The payload of a peeked frame, in place.
+    ///
+    /// # Safety
+    /// The reader must be gating, and the slice must be dropped before the frame is released:
+    /// until then the writer does not write these bytes. (If the writer demotes this reader
+    /// meanwhile, that promise ends; the transport only demotes past a configured stall bound.)
+    #[cfg(not(shmcast_loom))]
+    pub unsafe fn payload(&self, frame: &Frame) -> &[u8] {
+        // SAFETY: the frame is committed (its header was read after the Acquire of `committed`)
+        // and gated by our cursor until release, per the caller's contract.
+        unsafe { self.ring.slice(frame.payload_off, frame.len as usize) }
+    }
+
+    /// Copies a peeked frame's payload into `dst` (resized to fit).
+    pub fn read_payload(&self, frame: &Frame, dst: &mut Vec<u8>) {
+        dst.clear();
+        dst.resize(frame.len as usize, 0);
+        if self.gating {
+            // SAFETY: as in `payload`: committed and gated until release.
+            unsafe { self.ring.read_bytes(frame.payload_off, dst) }
+        } else {
+            self.ring.copy_racy(frame.payload_off, dst);
+        }
+    }
+
+    /// Releases a peeked frame (and everything before it): the writer may reuse its space.
+    /// Returns `true` if the writer is waiting for space and must be signalled.
+    pub fn release(&mut self, frame: Frame) -> bool {
+        self.pos = frame.end;
+        self.seq = frame.seq + 1;
+        self.stats.received += 1;
+        self.publish_progress();
+        // SYNC(space): SeqCst fence between the store of `cursor` (in publish_progress) and the
+        // load of `writer_waiting`; pairs with the fence in Writer::prepare_wait_for_space.
+        fence(Ordering::SeqCst);
+        self.ring
+            .u32_at(hdr::WRITER_WAITING)
+            .load(Ordering::Relaxed)
+            != 0
+    }
+
+    fn publish_progress(&self) {
+        self.cb
+            .u64_at(cb::NEXT_SEQ)
+            .store(self.seq, Ordering::Relaxed);
+        self.cb
+            .u64_at(cb::RECEIVED)
+            .store(self.stats.received, Ordering::Relaxed);
+        // SYNC(release): Release; pairs with the Acquire load of `cursor` in
+        // Writer::refresh_min_gate: our reads of the released frames happen-before their reuse.
+        self.cb
+            .u64_at(cb::CURSOR)
+            .store(self.pos, Ordering::Release);
+    }
+
+    /// Copies the next message into `dst` (resized to the payload length) and validates the copy
+    /// afterwards. Works for gating and lossy readers; for a gating reader it also releases the
+    /// message. Never blocks.
+    pub fn try_copy(&mut self, dst: &mut Vec<u8>) -> Result<Copied, ReadError> {
+        if self.gating {
+            match self.try_peek() {
+                Ok(frame) => {
+                    self.read_payload(&frame, dst);
+                    let copied = Copied {
+                        seq: frame.seq,
+                        len: frame.len as usize,
+                    };
+                    self.release(frame);
+                    return Ok(copied);
+                }
+                Err(ReadError::Demoted) => {}
+                Err(e) => return Err(e),
+            }
+        } else {
+            self.check_mode()?;
+        }
+        loop {
+            let committed = self.load_committed()?;
+            if self.pos == committed {
+                return Err(self.at_end());
+            }
+            if committed - self.pos > self.cap {
+                return Err(self.resync());
+            }
+            let off = layout::data_off(self.pos, self.mask);
+            let meta = self.ring.u64_at(off).load(Ordering::Relaxed);
+            let seq = self.ring.u64_at(off + 8).load(Ordering::Relaxed);
+            let geometry = frame::decode(meta, self.pos, committed, self.cap, self.max_payload);
+            if let Some(g) = geometry.as_ref().ok().filter(|g| g.kind == Kind::Message) {
+                dst.clear();
+                dst.resize(g.len as usize, 0);
+                self.ring.copy_racy(off + frame::FRAME_HEADER_LEN, dst);
+            }
+            // SYNC(seqlock): Acquire fence after the racy copy, before loading `reserved`; pairs
+            // with the Release fence in Writer::try_reserve. If any byte we copied came from a
+            // later reservation, `reserved` shows it.
+            fence(Ordering::Acquire);
+            let reserved = self.ring.u64_at(hdr::RESERVED).load(Ordering::Relaxed);
+            if reserved > self.pos + self.cap {
+                return Err(self.resync());
+            }
+            // The bytes were intact while we read them: any fault is the writer's.
+            let g = geometry?;
+            if seq != self.seq {
+                return Err(FrameError::Sequence {
+                    expected: self.seq,
+                    found: seq,
+                }
+                .into());
+            }
+            self.pos += g.span;
+            if g.kind == Kind::Padding {
+                continue;
+            }
+            self.seq += 1;
+            self.stats.received += 1;
+            self.publish_progress();
+            return Ok(Copied {
+                seq,
+                len: g.len as usize,
+            });
+        }
+    }
+
+    /// After being lapped: moves to the oldest intact frame and reports how many messages were
+    /// skipped. Returns `Empty` (try again) if the writer keeps lapping us meanwhile.
+    fn resync(&mut self) -> ReadError {
+        for _ in 0..RESYNC_ATTEMPTS {
+            // SYNC(tail): Acquire; pairs with the Release store in Writer::advance_tail.
+            let tail = self.ring.u64_at(hdr::TAIL).load(Ordering::Acquire);
+            let committed = match self.load_committed() {
+                Ok(c) => c,
+                Err(e) => return e,
+            };
+            if tail <= self.pos {
+                // The writer's new tail is not visible yet.
+                crate::sync::spin_hint();
+                continue;
+            }
+            if tail > committed || tail % frame::FRAME_ALIGN as u64 != 0 {
+                return FrameError::Position(tail).into();
+            }
+            let off = layout::data_off(tail, self.mask);
+            let meta = self.ring.u64_at(off).load(Ordering::Relaxed);
+            let seq = self.ring.u64_at(off + 8).load(Ordering::Relaxed);
+            // SYNC(seqlock): as in try_copy.
+            fence(Ordering::Acquire);
+            let reserved = self.ring.u64_at(hdr::RESERVED).load(Ordering::Relaxed);
+            if reserved > tail + self.cap {
+                continue;
+            }
+            if let Err(e) = frame::decode(meta, tail, committed, self.cap, self.max_payload) {
+                return e.into();
+            }
+            let Some(missed) = seq.checked_sub(self.seq) else {
+                return FrameError::Sequence {
+                    expected: self.seq,
+                    found: seq,
+                }
+                .into();
+            };
+            self.pos = tail;
+            self.seq = seq;
+            if missed == 0 {
+                return ReadError::Empty;
+            }
+            self.stats.lagged += missed;
+            self.stats.lag_events += 1;
+            self.cb
+                .u64_at(cb::LAGGED)
+                .store(self.stats.lagged, Ordering::Relaxed);
+            self.cb
+                .u64_at(cb::LAG_EVENTS)
+                .store(self.stats.lag_events, Ordering::Relaxed);
+            self.publish_progress();
+            return ReadError::Lagged(missed);
+        }
+        ReadError::Empty
+    }
+
+    /// Announces that this reader is about to sleep, then re-checks for data. Returns `true` if it
+    /// may sleep: a later commit will see the announcement and signal it. Otherwise (data or end
+    /// of stream arrived meanwhile) the announcement is withdrawn. After waking call
+    /// [`unpark`](Self::unpark).
+    pub fn prepare_park(&mut self) -> bool {
+        let parked = self.cb.u32_at(cb::PARKED);
+        parked.store(1, Ordering::Relaxed);
+        // SYNC(park): SeqCst fence between the store of `parked` and the load of `committed`;
+        // pairs with the fence in Writer::wake_parked (and Writer::close).
+        fence(Ordering::SeqCst);
+        // SYNC(commit): Acquire; pairs with the Release store in Writer::commit.
+        let committed = self.ring.u64_at(hdr::COMMITTED).load(Ordering::Acquire);
+        let closed = self.ring.u32_at(hdr::CLOSED).load(Ordering::Acquire) != 0;
+        let evicted = self.cb.u32_at(cb::STATE).load(Ordering::Relaxed) != layout::STATE_ACTIVE;
+        if committed != self.pos || closed || evicted || self.writer_gone {
+            parked.store(0, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// Withdraws the park announcement after waking.
+    pub fn unpark(&self) {
+        self.cb.u32_at(cb::PARKED).store(0, Ordering::Relaxed);
+    }
+}

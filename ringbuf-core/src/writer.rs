@@ -1,0 +1,628 @@
+//! The writer: reserve a contiguous payload, commit or abandon it, admit and remove subscribers,
+//! and decide whom a commit must wake.
+//!
+//! # Overload and failure
+//!
+//! * A full ring (a gating subscriber has not released the space) makes [`Writer::try_reserve`]
+//!   return [`ReserveError::Full`]; it never overwrites unreleased bytes. The transport then waits
+//!   with [`Writer::prepare_wait_for_space`], or demotes the stalled subscriber with
+//!   [`Writer::demote`].
+//! * Cursors come from subscribers and are untrusted: a cursor ahead of the writer or more than a
+//!   ring behind it demotes that subscriber to lossy (it gets lag, nobody else is affected).
+//! * Lossy subscribers never slow the writer.
+//!
+//! ```
+//! use shmcast_core::{Region, RingConfig, Writer, Reader, Mode, Start, ReadError};
+//!
+//! let cfg = RingConfig::new(256, 64)?;
+//! let mut writer: Writer<()> = Writer::new(Region::heap(cfg.region_len()), cfg)?;
+//! let cb = Region::heap(shmcast_core::CONTROL_BLOCK_LEN);
+//! writer.admit(cb.clone(), Mode::Gating, Start::Newest, ())?;
+//! let mut reader = Reader::attach(writer.ring().clone(), cb)?;
+//!
+//! // The ring holds 256 bytes: a 64-byte message takes 80, so the fourth one does not fit
+//! // until the gating reader releases something.
+//! for _ in 0..3 {
+//!     writer.send(&[7; 64], |_| {})?;
+//! }
+//! assert!(matches!(writer.try_reserve(64), Err(shmcast_core::ReserveError::Full { .. })));
+//! let frame = reader.try_peek()?;
+//! reader.release(frame);
+//! writer.send(&[8; 64], |_| {})?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![allow(unsafe_code)]
+
+use crate::frame::{self, Kind};
+use crate::layout::{self, RingConfig, cb, hdr};
+use crate::region::Region;
+use crate::sync::{Ordering, fence};
+use core::fmt;
+
+/// How a subscriber is served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Reliable: the writer never overwrites what this subscriber has not released.
+    Gating,
+    /// Never slows the writer; on overrun the subscriber is told how many messages it missed.
+    Lossy,
+}
+
+impl Mode {
+    pub(crate) fn encode(self) -> u32 {
+        match self {
+            Mode::Gating => layout::MODE_GATING,
+            Mode::Lossy => layout::MODE_LOSSY,
+        }
+    }
+}
+
+/// Where a new subscriber starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Start {
+    /// With the next message committed after it joins.
+    #[default]
+    Newest,
+    /// With the oldest message still intact in the ring (late-joiner history).
+    Oldest,
+}
+
+/// Identifies an admitted subscriber to the writer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SubscriberId(pub u64);
+
+/// Why a reservation failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReserveError {
+    /// The payload is longer than the ring's maximum.
+    TooLarge {
+        /// Requested length.
+        len: usize,
+        /// The ring's maximum payload.
+        max: usize,
+    },
+    /// Gating subscribers have not released enough space.
+    Full {
+        /// Bytes the reservation needs (frame plus any padding at the wrap).
+        need: u64,
+        /// Bytes free now.
+        free: u64,
+    },
+    /// The stream was closed.
+    Closed,
+}
+
+impl fmt::Display for ReserveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReserveError::TooLarge { len, max } => {
+                write!(f, "message of {len} bytes exceeds the maximum of {max}")
+            }
+            ReserveError::Full { need, free } => {
+                write!(
+                    f,
+                    "ring full: need {need} bytes, {free} free until gating subscribers release"
+                )
+            }
+            ReserveError::Closed => f.write_str("stream closed"),
+        }
+    }
+}
+
+impl std::error::Error for ReserveError {}
+
+/// A reserved, not yet committed payload. Commit it with [`Writer::commit`] or drop it with
+/// [`Writer::abandon`]; reserving again without either abandons it.
+#[derive(Debug)]
+#[must_use = "a reservation is published only by Writer::commit"]
+pub struct Reservation {
+    pos: u64,
+    end: u64,
+    len: u32,
+}
+
+impl Reservation {
+    /// Payload length in bytes.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether the payload is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// What the writer knows about one subscriber (its cursor is as the subscriber wrote it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SubscriberInfo {
+    /// The subscriber.
+    pub id: SubscriberId,
+    /// Its current mode (gating may have been demoted).
+    pub mode: Mode,
+    /// Position it has released up to.
+    pub cursor: u64,
+    /// Bytes committed that it has not released.
+    pub lag_bytes: u64,
+    /// Messages committed that it has not consumed (from its own counter).
+    pub lag_messages: u64,
+    /// Whether it is parked waiting for a signal.
+    pub parked: bool,
+    /// Messages it reports having received.
+    pub received: u64,
+    /// Messages it reports having missed.
+    pub lagged: u64,
+}
+
+/// Counters kept by the writer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriterStats {
+    /// Messages committed.
+    pub messages: u64,
+    /// Signals requested for parked subscribers.
+    pub wakeups: u64,
+    /// Reservations refused because the ring was full.
+    pub full: u64,
+    /// Subscribers demoted from gating to lossy.
+    pub demotions: u64,
+}
+
+struct Slot<A> {
+    id: SubscriberId,
+    cb: Region,
+    mode: Mode,
+    attachment: A,
+}
+
+/// The single writer of a ring. `A` is whatever the transport attaches to each subscriber
+/// (its eventfd, for instance); the writer hands it back when that subscriber needs a signal.
+pub struct Writer<A> {
+    ring: Region,
+    cfg: RingConfig,
+    mask: u64,
+    committed: u64,
+    next_seq: u64,
+    tail: u64,
+    /// Lowest gating cursor as last read; never above the true minimum, refreshed only when the
+    /// cached value says the ring is full (saves reading every subscriber's line per message).
+    min_gate: u64,
+    closed: bool,
+    slots: Vec<Slot<A>>,
+    next_id: u64,
+    stats: WriterStats,
+}
+
+impl<A> fmt::Debug for Writer<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Writer")
+            .field("cfg", &self.cfg)
+            .field("committed", &self.committed)
+            .field("next_seq", &self.next_seq)
+            .field("subscribers", &self.slots.len())
+            .finish()
+    }
+}
+
+impl<A> Writer<A> {
+    /// Initialises a ring in `ring` (zeroed memory of at least `cfg.region_len()` bytes) and
+    /// becomes its writer.
+    pub fn new(ring: Region, cfg: RingConfig) -> Result<Writer<A>, layout::LayoutError> {
+        let need = cfg.region_len() as u64;
+        if (ring.len() as u64) < need {
+            return Err(layout::LayoutError::TooSmall {
+                len: ring.len() as u64,
+                need,
+            });
+        }
+        layout::init_ring(&ring, &cfg);
+        Ok(Writer {
+            ring,
+            cfg,
+            mask: cfg.capacity() - 1,
+            committed: 0,
+            next_seq: 0,
+            tail: 0,
+            min_gate: 0,
+            closed: false,
+            slots: Vec::new(),
+            next_id: 1,
+            stats: WriterStats::default(),
+        })
+    }
+
+    /// The ring region.
+    pub fn ring(&self) -> &Region {
+        &self.ring
+    }
+
+    /// The ring's geometry.
+    pub fn config(&self) -> RingConfig {
+        self.cfg
+    }
+
+    /// Sequence number the next message will carry (= messages committed so far).
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Committed position in bytes.
+    pub fn committed(&self) -> u64 {
+        self.committed
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> WriterStats {
+        self.stats
+    }
+
+    /// Number of admitted subscribers.
+    pub fn subscriber_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn need_for(&self, len: usize) -> Result<(u64, u64, u32), ReserveError> {
+        let max = self.cfg.max_payload();
+        if len > max {
+            return Err(ReserveError::TooLarge { len, max });
+        }
+        let span = frame::span(len as u64);
+        let room = self.cfg.capacity() - (self.committed & self.mask);
+        let pad = if span > room { room } else { 0 };
+        Ok((pad, pad + span, len as u32))
+    }
+
+    fn has_space(&self, need: u64) -> bool {
+        self.committed + need - self.min_gate <= self.cfg.capacity()
+    }
+
+    /// Reserves a contiguous `len`-byte payload. Never blocks.
+    pub fn try_reserve(&mut self, len: usize) -> Result<Reservation, ReserveError> {
+        if self.closed {
+            return Err(ReserveError::Closed);
+        }
+        let (pad, need, len) = self.need_for(len)?;
+        if !self.has_space(need) {
+            self.refresh_min_gate();
+            if !self.has_space(need) {
+                self.stats.full += 1;
+                let free = self.cfg.capacity() - (self.committed - self.min_gate);
+                return Err(ReserveError::Full { need, free });
+            }
+        }
+        let end = self.committed + need;
+        if let Some(target) = end.checked_sub(self.cfg.capacity()) {
+            self.advance_tail(target);
+        }
+        self.ring
+            .u64_at(hdr::RESERVED)
+            .store(end, Ordering::Relaxed);
+        // SYNC(seqlock): Release fence before the first byte of this reservation is written; pairs
+        // with the Acquire fence a lossy reader issues after copying, before it loads `reserved`
+        // (Reader::try_copy). A reader that saw any byte written below sees `reserved >= end`.
+        fence(Ordering::Release);
+        if pad > 0 {
+            let off = layout::data_off(self.committed, self.mask);
+            let meta = frame::encode_meta(
+                Kind::Padding,
+                (pad as usize - frame::FRAME_HEADER_LEN) as u32,
+            );
+            self.ring.u64_at(off).store(meta, Ordering::Relaxed);
+            self.ring
+                .u64_at(off + 8)
+                .store(self.next_seq, Ordering::Relaxed);
+        }
+        Ok(Reservation {
+            pos: self.committed + pad,
+            end,
+            len,
+        })
+    }
+
+    /// Moves `tail` to the first frame boundary at or after `target` (frames below it are about
+    /// to be overwritten). Walks the writer's own frames, which only it writes.
+    fn advance_tail(&mut self, target: u64) {
+        let mut tail = self.tail;
+        while tail < target {
+            let meta = self
+                .ring
+                .u64_at(layout::data_off(tail, self.mask))
+                .load(Ordering::Relaxed);
+            match frame::decode(
+                meta,
+                tail,
+                self.committed,
+                self.cfg.capacity(),
+                self.cfg.max_payload() as u32,
+            ) {
+                Ok(g) => tail += g.span,
+                Err(_) => {
+                    debug_assert!(false, "writer found its own frame at {tail} corrupt");
+                    tail = self.committed;
+                    break;
+                }
+            }
+        }
+        if tail != self.tail {
+            self.tail = tail;
+            // SYNC(tail): Release; pairs with the Acquire load in Reader::resync, so a reader that
+            // sees this tail sees the committed header of the frame there.
+            self.ring.u64_at(hdr::TAIL).store(tail, Ordering::Release);
+        }
+    }
+
+    /// The payload of a reservation, for the caller to fill.
+    ///
+    /// # Safety
+    /// The slice must not outlive the reservation (it must be dropped before `commit` or
+    /// `abandon`), and no other slice of the same reservation may exist at the same time.
+    pub unsafe fn payload_mut(&self, res: &Reservation) -> &mut [u8] {
+        let off = frame::payload_off(res.pos, self.mask);
+        // SAFETY: the reservation's bytes belong to the writer until commit (no gating reader may
+        // read below `end` yet; lossy readers copy racily and validate); exclusivity is the
+        // caller's contract.
+        unsafe { self.ring.slice_mut(off, res.len as usize) }
+    }
+
+    /// Copies `src` into the reservation's payload (at most `res.len()` bytes).
+    pub fn write_payload(&self, res: &Reservation, src: &[u8]) {
+        let n = src.len().min(res.len as usize);
+        // SAFETY: the reservation's bytes belong to the writer until commit (see payload_mut).
+        unsafe {
+            self.ring
+                .write_bytes(frame::payload_off(res.pos, self.mask), &src[..n])
+        }
+    }
+
+    /// Commits a reservation and calls `wake` for every subscriber that is parked and so needs a
+    /// signal. Returns how many were woken.
+    pub fn commit(&mut self, res: Reservation, wake: impl FnMut(&A)) -> usize {
+        let off = layout::data_off(res.pos, self.mask);
+        self.ring.u64_at(off).store(
+            frame::encode_meta(Kind::Message, res.len),
+            Ordering::Relaxed,
+        );
+        self.ring
+            .u64_at(off + 8)
+            .store(self.next_seq, Ordering::Relaxed);
+        self.next_seq += 1;
+        self.committed = res.end;
+        self.stats.messages += 1;
+        self.ring
+            .u64_at(hdr::NEXT_SEQ)
+            .store(self.next_seq, Ordering::Relaxed);
+        // SYNC(commit): Release; pairs with the Acquire loads of `committed` in Reader::try_peek,
+        // Reader::try_copy and Reader::prepare_park: the frame header and payload written above
+        // are visible to a reader that sees this position.
+        self.ring
+            .u64_at(hdr::COMMITTED)
+            .store(res.end, Ordering::Release);
+        self.wake_parked(wake)
+    }
+
+    /// Drops a reservation without publishing it.
+    pub fn abandon(&mut self, res: Reservation) {
+        drop(res);
+    }
+
+    /// Reserves, copies and commits `payload` in one go.
+    pub fn send(&mut self, payload: &[u8], wake: impl FnMut(&A)) -> Result<usize, ReserveError> {
+        let res = self.try_reserve(payload.len())?;
+        self.write_payload(&res, payload);
+        Ok(self.commit(res, wake))
+    }
+
+    fn wake_parked(&mut self, mut wake: impl FnMut(&A)) -> usize {
+        if self.slots.is_empty() {
+            return 0;
+        }
+        // SYNC(park): SeqCst fence between the store of `committed` and the loads of `parked`;
+        // pairs with the SeqCst fence in Reader::prepare_park between its store of `parked` and
+        // its load of `committed`. Either the writer sees the flag or the reader sees the commit.
+        fence(Ordering::SeqCst);
+        let mut woken = 0;
+        for slot in &self.slots {
+            let parked = slot.cb.u32_at(cb::PARKED);
+            if parked.load(Ordering::Relaxed) != 0 && parked.swap(0, Ordering::Relaxed) != 0 {
+                wake(&slot.attachment);
+                woken += 1;
+            }
+        }
+        self.stats.wakeups += woken as u64;
+        woken
+    }
+
+    /// Re-reads every gating cursor. A cursor ahead of the writer, or more than a ring behind it,
+    /// cannot come from a correct subscriber: that subscriber is demoted to lossy.
+    fn refresh_min_gate(&mut self) {
+        let mut min = self.committed;
+        let cap = self.cfg.capacity();
+        let mut demoted = 0;
+        for slot in self.slots.iter_mut().filter(|s| s.mode == Mode::Gating) {
+            // SYNC(release): Acquire; pairs with the Release store of `cursor` in Reader::release:
+            // the subscriber's reads of the frames below it happen-before the writer reuses them.
+            let c = slot.cb.u64_at(cb::CURSOR).load(Ordering::Acquire);
+            if c > self.committed || self.committed - c > cap {
+                slot.mode = Mode::Lossy;
+                // SYNC(demote): Release; pairs with the Acquire load of `mode` in Reader::check_mode.
+                slot.cb
+                    .u32_at(cb::MODE)
+                    .store(layout::MODE_LOSSY, Ordering::Release);
+                demoted += 1;
+                continue;
+            }
+            min = min.min(c);
+        }
+        self.stats.demotions += demoted;
+        self.min_gate = min;
+    }
+
+    /// Announces that the writer is about to sleep until space frees up for a `len`-byte message,
+    /// then re-checks. Returns `Ok(true)` if it may sleep (a releasing gating reader will see the
+    /// announcement and ask its transport to signal), `Ok(false)` if space is already free. After
+    /// sleeping, or on `Ok(false)`, call [`end_wait_for_space`](Self::end_wait_for_space).
+    pub fn prepare_wait_for_space(&mut self, len: usize) -> Result<bool, ReserveError> {
+        let (_, need, _) = self.need_for(len)?;
+        self.ring
+            .u32_at(hdr::WRITER_WAITING)
+            .store(1, Ordering::Relaxed);
+        // SYNC(space): SeqCst fence between the store of `writer_waiting` and the loads of the
+        // cursors; pairs with the SeqCst fence in Reader::release between its store of `cursor`
+        // and its load of `writer_waiting`. Either we see the release or the reader sees us.
+        fence(Ordering::SeqCst);
+        self.refresh_min_gate();
+        Ok(!self.has_space(need))
+    }
+
+    /// Withdraws the announcement made by [`prepare_wait_for_space`](Self::prepare_wait_for_space).
+    pub fn end_wait_for_space(&mut self) {
+        self.ring
+            .u32_at(hdr::WRITER_WAITING)
+            .store(0, Ordering::Relaxed);
+    }
+
+    /// Admits a subscriber whose control block is `cb` (zeroed, at least `CONTROL_BLOCK_LEN`
+    /// bytes). Its start position is fixed here, by the writer, so no publish can race it: a
+    /// gating subscriber gates from this instant.
+    pub fn admit(
+        &mut self,
+        cb: Region,
+        mode: Mode,
+        start: Start,
+        attachment: A,
+    ) -> Result<SubscriberId, layout::LayoutError> {
+        let len = cb.len() as u64;
+        if len < layout::CONTROL_BLOCK_LEN as u64 {
+            return Err(layout::LayoutError::TooSmall {
+                len,
+                need: layout::CONTROL_BLOCK_LEN as u64,
+            });
+        }
+        let (pos, seq) = match start {
+            Start::Newest => (self.committed, self.next_seq),
+            Start::Oldest if self.tail == self.committed => (self.committed, self.next_seq),
+            Start::Oldest => {
+                let off = layout::data_off(self.tail, self.mask);
+                (self.tail, self.ring.u64_at(off + 8).load(Ordering::Relaxed))
+            }
+        };
+        cb.u64_at(cb::MAGIC)
+            .store(layout::CONTROL_MAGIC, Ordering::Relaxed);
+        cb.u32_at(cb::VERSION)
+            .store(layout::LAYOUT_VERSION, Ordering::Relaxed);
+        cb.u32_at(cb::MODE).store(mode.encode(), Ordering::Relaxed);
+        cb.u64_at(cb::START_POS).store(pos, Ordering::Relaxed);
+        cb.u64_at(cb::START_SEQ).store(seq, Ordering::Relaxed);
+        cb.u64_at(cb::CURSOR).store(pos, Ordering::Relaxed);
+        cb.u64_at(cb::NEXT_SEQ).store(seq, Ordering::Relaxed);
+        cb.u32_at(cb::PARKED).store(0, Ordering::Relaxed);
+        // SYNC(admit): Release; pairs with the Acquire load of `state` in Reader::attach.
+        cb.u32_at(cb::STATE)
+            .store(layout::STATE_ACTIVE, Ordering::Release);
+        if mode == Mode::Gating {
+            self.min_gate = self.min_gate.min(pos);
+        }
+        let id = SubscriberId(self.next_id);
+        self.next_id += 1;
+        self.slots.push(Slot {
+            id,
+            cb,
+            mode,
+            attachment,
+        });
+        Ok(id)
+    }
+
+    /// Removes a subscriber (it left, or its connection died). It stops gating at once.
+    pub fn remove(&mut self, id: SubscriberId) -> Option<A> {
+        let i = self.slots.iter().position(|s| s.id == id)?;
+        Some(self.slots.swap_remove(i).attachment)
+    }
+
+    /// Removes a subscriber and marks its control block evicted, so it learns why.
+    pub fn evict(&mut self, id: SubscriberId) -> Option<A> {
+        let i = self.slots.iter().position(|s| s.id == id)?;
+        let slot = self.slots.swap_remove(i);
+        // SYNC(evict): Release; pairs with the Acquire load of `state` in Reader::check_mode.
+        slot.cb
+            .u32_at(cb::STATE)
+            .store(layout::STATE_EVICTED, Ordering::Release);
+        Some(slot.attachment)
+    }
+
+    /// Demotes a gating subscriber to lossy: the writer stops waiting for it. Returns whether it
+    /// was gating.
+    pub fn demote(&mut self, id: SubscriberId) -> bool {
+        let Some(slot) = self
+            .slots
+            .iter_mut()
+            .find(|s| s.id == id && s.mode == Mode::Gating)
+        else {
+            return false;
+        };
+        slot.mode = Mode::Lossy;
+        // SYNC(demote): Release; pairs with the Acquire load of `mode` in Reader::check_mode.
+        slot.cb
+            .u32_at(cb::MODE)
+            .store(layout::MODE_LOSSY, Ordering::Release);
+        self.stats.demotions += 1;
+        self.refresh_min_gate();
+        true
+    }
+
+    /// The gating subscriber holding the ring back the most, if any: the one to demote when a
+    /// stall bound expires.
+    pub fn slowest_gating(&self) -> Option<SubscriberId> {
+        self.slots
+            .iter()
+            .filter(|s| s.mode == Mode::Gating)
+            .min_by_key(|s| s.cb.u64_at(cb::CURSOR).load(Ordering::Relaxed))
+            .map(|s| s.id)
+    }
+
+    /// The attachment of a subscriber.
+    pub fn attachment(&self, id: SubscriberId) -> Option<&A> {
+        self.slots
+            .iter()
+            .find(|s| s.id == id)
+            .map(|s| &s.attachment)
+    }
+
+    /// A snapshot of every subscriber, as far as the writer can see.
+    pub fn subscribers(&self) -> impl Iterator<Item = SubscriberInfo> + '_ {
+        self.slots.iter().map(|s| {
+            let cursor = s.cb.u64_at(cb::CURSOR).load(Ordering::Relaxed);
+            let seq = s.cb.u64_at(cb::NEXT_SEQ).load(Ordering::Relaxed);
+            SubscriberInfo {
+                id: s.id,
+                mode: s.mode,
+                cursor,
+                lag_bytes: self.committed.saturating_sub(cursor),
+                lag_messages: self.next_seq.saturating_sub(seq),
+                parked: s.cb.u32_at(cb::PARKED).load(Ordering::Relaxed) != 0,
+                received: s.cb.u64_at(cb::RECEIVED).load(Ordering::Relaxed),
+                lagged: s.cb.u64_at(cb::LAGGED).load(Ordering::Relaxed),
+            }
+        })
+    }
+
+    /// Ends the stream: subscribers drain what is committed, then see it closed. Every
+    /// subscriber is signalled (parked or not), since one waiting in an event loop must hear it.
+    pub fn close(&mut self, mut wake: impl FnMut(&A)) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        // SYNC(close): Release; pairs with the Acquire load of `closed` in the reader's empty path.
+        self.ring.u32_at(hdr::CLOSED).store(1, Ordering::Release);
+        fence(Ordering::SeqCst);
+        for slot in &self.slots {
+            slot.cb.u32_at(cb::PARKED).store(0, Ordering::Relaxed);
+            wake(&slot.attachment);
+        }
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+}
