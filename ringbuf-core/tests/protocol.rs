@@ -1,0 +1,355 @@
+//! The protocol over heap regions: wrap-around, gating, lag accounting, end of stream, hostile
+//! cursors, late joiners and park decisions.
+#![cfg(not(shmcast_loom))]
+
+use shmcast_core::{
+    CONTROL_BLOCK_LEN, Mode, ReadError, Reader, Region, ReserveError, RingConfig, Start, Writer,
+};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn ring(cap: u64, max: u64) -> Writer<u32> {
+    let cfg = RingConfig::new(cap, max).unwrap();
+    Writer::new(Region::heap(cfg.region_len()), cfg).unwrap()
+}
+
+fn join(w: &mut Writer<u32>, mode: Mode, start: Start, tag: u32) -> Reader {
+    let cb = Region::heap(CONTROL_BLOCK_LEN);
+    w.admit(cb.clone(), mode, start, tag).unwrap();
+    Reader::attach(w.ring().clone(), cb).unwrap()
+}
+
+/// Payload for message `seq` of length `len`: every byte derived from both.
+fn payload(seq: u64, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (seq as usize * 31 + i * 7) as u8)
+        .collect()
+}
+
+#[test]
+fn wrap_at_every_offset() {
+    for shift in (0..256).step_by(16) {
+        for len in [0usize, 1, 15, 16, 17, 40, 96] {
+            let mut w = ring(256, 96);
+            // Move the write position to `shift` with messages nobody reads.
+            let mut left = shift;
+            while left > 0 {
+                let span = left.min(112);
+                let res = w.try_reserve(span - 16).unwrap();
+                w.commit(res, |_| {});
+                left -= span;
+            }
+            let mut r = join(&mut w, Mode::Gating, Start::Newest, 0);
+            let first = w.next_seq();
+            let mut buf = Vec::new();
+            for seq in first..first + 12 {
+                w.send(&payload(seq, len), |_| {}).unwrap();
+                let f = r.try_peek().unwrap();
+                assert_eq!(f.seq(), seq);
+                r.read_payload(&f, &mut buf);
+                assert_eq!(buf, payload(seq, len), "shift {shift} len {len} seq {seq}");
+                // SAFETY: gating reader, slice dropped before release.
+                let in_place = unsafe { r.payload(&f) }.to_vec();
+                assert_eq!(in_place, buf);
+                assert_eq!(f.pos() % 16, 0);
+                r.release(f);
+            }
+            assert_eq!(r.try_peek(), Err(ReadError::Empty));
+        }
+    }
+}
+
+#[test]
+fn gating_reader_is_never_overwritten() {
+    let mut w = ring(256, 96);
+    let mut r = join(&mut w, Mode::Gating, Start::Newest, 0);
+    let mut sent = 0u64;
+    loop {
+        match w.try_reserve(40) {
+            Ok(res) => {
+                w.write_payload(&res, &payload(sent, 40));
+                w.commit(res, |_| {});
+                sent += 1;
+            }
+            Err(ReserveError::Full { need, free }) => {
+                assert!(need > free);
+                break;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(sent, 4, "four 64-byte frames fill a 256-byte ring");
+    let mut buf = Vec::new();
+    for seq in 0..sent {
+        let got = r.try_copy(&mut buf).unwrap();
+        assert_eq!((got.seq, &buf), (seq, &payload(seq, 40)));
+        // Every release frees space for exactly one more.
+        w.send(&payload(sent + seq, 40), |_| {}).unwrap();
+    }
+    assert_eq!(w.stats().full, 1);
+}
+
+#[test]
+fn lossy_lag_is_exact_with_random_sizes() {
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    let iterations = if cfg!(miri) { 300 } else { 200_000 };
+    let mut w = ring(1024, 200);
+    let mut r = join(&mut w, Mode::Lossy, Start::Newest, 0);
+    let mut buf = Vec::new();
+    let (mut received, mut lagged, mut expect) = (0u64, 0u64, 0u64);
+    for _ in 0..iterations {
+        if rng.below(3) != 0 {
+            let seq = w.next_seq();
+            w.send(&payload(seq, rng.below(201) as usize), |_| {})
+                .unwrap();
+        } else {
+            match r.try_copy(&mut buf) {
+                Ok(c) => {
+                    assert_eq!(c.seq, expect, "in order");
+                    assert_eq!(buf, payload(c.seq, c.len));
+                    received += 1;
+                    expect += 1;
+                }
+                Err(ReadError::Lagged(n)) => {
+                    assert!(n > 0);
+                    lagged += n;
+                    expect += n;
+                }
+                Err(ReadError::Empty) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+    loop {
+        match r.try_copy(&mut buf) {
+            Ok(_) => received += 1,
+            Err(ReadError::Lagged(n)) => lagged += n,
+            Err(ReadError::Empty) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(received + lagged, w.next_seq());
+    assert!(lagged > 0 && received > 0);
+    assert_eq!(r.stats().lagged, lagged);
+}
+
+#[test]
+fn closed_after_drain() {
+    let mut w = ring(256, 96);
+    let mut r = join(&mut w, Mode::Gating, Start::Newest, 7);
+    for i in 0..3u8 {
+        w.send(&[i], |_| {}).unwrap();
+    }
+    let mut woken = Vec::new();
+    w.close(|t| woken.push(*t));
+    assert_eq!(woken, [7]);
+    assert_eq!(w.try_reserve(1).unwrap_err(), ReserveError::Closed);
+    let mut buf = Vec::new();
+    for i in 0..3u8 {
+        r.try_copy(&mut buf).unwrap();
+        assert_eq!(buf, [i]);
+    }
+    assert_eq!(r.try_copy(&mut buf), Err(ReadError::Closed));
+    assert!(!r.prepare_park(), "a closed stream never sleeps");
+}
+
+#[test]
+fn writer_gone_ends_the_stream_after_drain() {
+    let mut w = ring(256, 96);
+    let mut r = join(&mut w, Mode::Lossy, Start::Newest, 0);
+    w.send(b"last words", |_| {}).unwrap();
+    let res = w.try_reserve(8).unwrap(); // never committed: the writer "dies" mid-loan
+    w.write_payload(&res, b"partial!");
+    r.set_writer_gone();
+    let mut buf = Vec::new();
+    assert_eq!(r.try_copy(&mut buf).unwrap().len, 10);
+    assert_eq!(r.try_copy(&mut buf), Err(ReadError::Closed));
+}
+
+#[test]
+fn hostile_cursor_is_demoted_not_trusted() {
+    let mut w = ring(256, 96);
+    let cb = Region::heap(CONTROL_BLOCK_LEN);
+    w.admit(cb.clone(), Mode::Gating, Start::Newest, 0).unwrap();
+    let mut honest = join(&mut w, Mode::Gating, Start::Newest, 1);
+    let mut victim = Reader::attach(w.ring().clone(), cb.clone()).unwrap();
+    // The hostile subscriber claims to have released far beyond the writer.
+    // SAFETY: offset 128 is the control block's cursor word; heap memory we own.
+    unsafe { (cb.as_ptr().add(128) as *mut u64).write_volatile(1 << 50) };
+    for i in 0..4u64 {
+        w.send(&payload(i, 40), |_| {}).unwrap();
+    }
+    honest.try_copy(&mut Vec::new()).unwrap();
+    w.send(&payload(4, 40), |_| {}).unwrap(); // needs a refresh: the hostile cursor is seen
+    assert_eq!(w.stats().demotions, 1);
+    assert_eq!(victim.try_peek(), Err(ReadError::Demoted));
+    assert!(!victim.is_gating());
+    let mut buf = Vec::new();
+    assert_eq!(victim.try_copy(&mut buf), Err(ReadError::Lagged(1)));
+    // The honest reader lost nothing.
+    for i in 1..5 {
+        assert_eq!(honest.try_copy(&mut buf).unwrap().seq, i);
+    }
+}
+
+#[test]
+fn eviction_is_reported() {
+    let mut w = ring(256, 96);
+    let mut r = join(&mut w, Mode::Gating, Start::Newest, 0);
+    let id = w.slowest_gating().unwrap();
+    assert_eq!(w.evict(id), Some(0));
+    assert_eq!(r.try_peek(), Err(ReadError::Evicted));
+    assert_eq!(w.subscriber_count(), 0);
+}
+
+#[test]
+fn late_joiner_gets_history_from_oldest() {
+    let mut w = ring(256, 96);
+    for i in 0..10u64 {
+        w.send(&payload(i, 40), |_| {}).unwrap();
+    }
+    let mut r = join(&mut w, Mode::Gating, Start::Oldest, 0);
+    let mut buf = Vec::new();
+    let first = r.try_copy(&mut buf).unwrap().seq;
+    assert_eq!(first, 6, "frames 6..10 are still intact");
+    assert_eq!(buf, payload(6, 40));
+    let mut newest = join(&mut w, Mode::Gating, Start::Newest, 1);
+    assert_eq!(newest.try_copy(&mut buf), Err(ReadError::Empty));
+    // The oldest-joiner gates: the writer may not overwrite frame 7 yet.
+    let sent = (0..10)
+        .take_while(|_| w.send(&[0; 40], |_| {}).is_ok())
+        .count();
+    assert_eq!(sent, 1);
+}
+
+#[test]
+fn commits_wake_only_parked_readers() {
+    let mut w = ring(256, 96);
+    let mut a = join(&mut w, Mode::Gating, Start::Newest, 1);
+    let mut b = join(&mut w, Mode::Lossy, Start::Newest, 2);
+    let mut woken = Vec::new();
+    w.send(b"x", |t| woken.push(*t)).unwrap();
+    assert!(woken.is_empty(), "busy readers cost the writer nothing");
+    assert!(!a.prepare_park(), "data is waiting");
+    a.try_copy(&mut Vec::new()).unwrap();
+    b.try_copy(&mut Vec::new()).unwrap();
+    assert!(a.prepare_park());
+    assert!(b.prepare_park());
+    w.send(b"y", |t| woken.push(*t)).unwrap();
+    woken.sort();
+    assert_eq!(woken, [1, 2]);
+    w.send(b"z", |t| woken.push(*t)).unwrap();
+    assert_eq!(woken.len(), 2, "one signal per park");
+    assert_eq!(w.stats().wakeups, 2);
+}
+
+#[test]
+fn release_reports_a_waiting_writer() {
+    let mut w = ring(256, 96);
+    let mut r = join(&mut w, Mode::Gating, Start::Newest, 0);
+    for i in 0..4 {
+        w.send(&payload(i, 40), |_| {}).unwrap();
+    }
+    assert_eq!(w.prepare_wait_for_space(40), Ok(true));
+    let f = r.try_peek().unwrap();
+    assert!(r.release(f), "the writer announced it waits");
+    assert_eq!(w.prepare_wait_for_space(40), Ok(false));
+    w.end_wait_for_space();
+    w.send(&payload(4, 40), |_| {}).unwrap();
+    let f = r.try_peek().unwrap();
+    assert!(!r.release(f));
+}
+
+#[test]
+fn removed_reader_stops_gating() {
+    let mut w = ring(256, 96);
+    let _r = join(&mut w, Mode::Gating, Start::Newest, 0);
+    for i in 0..4 {
+        w.send(&payload(i, 40), |_| {}).unwrap();
+    }
+    assert!(w.try_reserve(40).is_err());
+    let id = w.slowest_gating().unwrap();
+    w.remove(id);
+    w.send(&payload(4, 40), |_| {}).unwrap();
+}
+
+/// Race witness: a writer thread and two reader threads over real atomics. A gating reader
+/// checks every payload byte; the lossy reader checks payloads and exact lag accounting.
+#[test]
+fn threads_gating_and_lossy() {
+    let total: u64 = if cfg!(miri) { 200 } else { 200_000 };
+    let mut w = ring(4096, 512);
+    let gating = join(&mut w, Mode::Gating, Start::Newest, 0);
+    let lossy = join(&mut w, Mode::Lossy, Start::Newest, 1);
+    let writer = std::thread::spawn(move || {
+        let mut rng = Rng(42);
+        let mut seq = 0;
+        while seq < total {
+            let len = rng.below(513) as usize;
+            match w.try_reserve(len) {
+                Ok(res) => {
+                    w.write_payload(&res, &payload(seq, len));
+                    w.commit(res, |_| {});
+                    seq += 1;
+                }
+                Err(ReserveError::Full { .. }) => std::thread::yield_now(),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        w.close(|_| {});
+    });
+    let gating = std::thread::spawn(move || {
+        let mut r = gating;
+        let mut expect = 0;
+        loop {
+            match r.try_peek() {
+                Ok(f) => {
+                    assert_eq!(f.seq(), expect);
+                    // SAFETY: gating reader, slice dropped before release.
+                    assert_eq!(unsafe { r.payload(&f) }, payload(f.seq(), f.len()));
+                    r.release(f);
+                    expect += 1;
+                }
+                Err(ReadError::Empty) => std::thread::yield_now(),
+                Err(ReadError::Closed) => return expect,
+                Err(e) => panic!("{e}"),
+            }
+        }
+    });
+    let lossy = std::thread::spawn(move || {
+        let mut r = lossy;
+        let (mut got, mut missed, mut expect) = (0u64, 0u64, 0u64);
+        let mut buf = Vec::new();
+        loop {
+            match r.try_copy(&mut buf) {
+                Ok(c) => {
+                    assert_eq!(c.seq, expect);
+                    assert_eq!(buf, payload(c.seq, c.len));
+                    got += 1;
+                    expect += 1;
+                }
+                Err(ReadError::Lagged(n)) => {
+                    missed += n;
+                    expect += n;
+                }
+                Err(ReadError::Empty) => std::thread::yield_now(),
+                Err(ReadError::Closed) => return got + missed,
+                Err(e) => panic!("{e}"),
+            }
+        }
+    });
+    writer.join().unwrap();
+    assert_eq!(gating.join().unwrap(), total);
+    assert_eq!(lossy.join().unwrap(), total);
+}
