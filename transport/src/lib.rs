@@ -1,1 +1,4 @@
 //! placeholder
+#![deny(unsafe_code)]
+mod shm;
+mod sys;
