@@ -256,6 +256,11 @@ mod model {
         len: usize,
     }
 
+    // SAFETY: every word is a loom atomic or a loom cell; loom checks each access for races.
+    unsafe impl Send for Region {}
+    // SAFETY: as for Send.
+    unsafe impl Sync for Region {}
+
     impl core::fmt::Debug for Region {
         fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
             f.debug_struct("Region").field("len", &self.len).finish()
@@ -314,33 +319,48 @@ mod model {
         /// # Safety
         /// As in the real region: the range's last write happens-before this call.
         pub(crate) unsafe fn read_bytes(&self, off: usize, dst: &mut [u8]) {
-            for (i, b) in dst.iter_mut().enumerate() {
-                let at = off + i;
-                let word = self.words[at / 8].cell.with(|p| {
-                    // SAFETY: loom checks this access for races; the pointer is the cell's own.
-                    unsafe { *p }
-                });
-                *b = word.to_ne_bytes()[at % 8];
+            let mut at = off;
+            for chunk in Self::word_chunks(off, dst) {
+                // SAFETY: loom checks this access for races; the pointer is the cell's own.
+                let word = self.words[at / 8]
+                    .cell
+                    .with(|p| unsafe { *p })
+                    .to_ne_bytes();
+                chunk.copy_from_slice(&word[at % 8..at % 8 + chunk.len()]);
+                at += chunk.len();
             }
         }
 
         /// # Safety
         /// As in the real region: the caller owns the range.
         pub(crate) unsafe fn write_bytes(&self, off: usize, src: &[u8]) {
-            for (i, b) in src.iter().enumerate() {
-                let at = off + i;
+            let mut at = off;
+            let mut rest = src;
+            while !rest.is_empty() {
+                let n = (8 - at % 8).min(rest.len());
                 let w = &self.words[at / 8];
                 let new = w.cell.with_mut(|p| {
                     // SAFETY: loom checks this access for races; the pointer is the cell's own.
                     let mut bytes = unsafe { *p }.to_ne_bytes();
-                    bytes[at % 8] = *b;
+                    bytes[at % 8..at % 8 + n].copy_from_slice(&rest[..n]);
                     let v = u64::from_ne_bytes(bytes);
                     // SAFETY: as above.
                     unsafe { *p = v };
                     v
                 });
                 w.a.store(new, Ordering::Relaxed);
+                at += n;
+                rest = &rest[n..];
             }
+        }
+
+        /// Splits `dst` so that each piece lies within one word, starting at `off`.
+        fn word_chunks(off: usize, dst: &mut [u8]) -> impl Iterator<Item = &mut [u8]> {
+            let first = (8 - off % 8).min(dst.len());
+            let (head, tail) = dst.split_at_mut(first);
+            core::iter::once(head)
+                .filter(|h| !h.is_empty())
+                .chain(tail.chunks_mut(8))
         }
     }
 }

@@ -355,6 +355,8 @@ impl<A> Writer<A> {
     /// # Safety
     /// The slice must not outlive the reservation (it must be dropped before `commit` or
     /// `abandon`), and no other slice of the same reservation may exist at the same time.
+    #[cfg(not(shmcast_loom))]
+    #[allow(clippy::mut_from_ref)]
     pub unsafe fn payload_mut(&self, res: &Reservation) -> &mut [u8] {
         let off = frame::payload_off(res.pos, self.mask);
         // SAFETY: the reservation's bytes belong to the writer until commit (no gating reader may
