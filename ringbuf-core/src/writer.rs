@@ -365,6 +365,16 @@ impl<A> Writer<A> {
         unsafe { self.ring.slice_mut(off, res.len as usize) }
     }
 
+    /// The payload of a reservation as a raw pointer (16-byte aligned, `res.len()` bytes), for
+    /// the transport to build its own slices from. Writing through it is sound until the
+    /// reservation is committed or abandoned.
+    #[cfg(not(shmcast_loom))]
+    pub fn payload_ptr(&self, res: &Reservation) -> *mut u8 {
+        self.ring
+            .as_ptr()
+            .wrapping_add(frame::payload_off(res.pos, self.mask))
+    }
+
     /// Copies `src` into the reservation's payload (at most `res.len()` bytes).
     pub fn write_payload(&self, res: &Reservation, src: &[u8]) {
         let n = src.len().min(res.len as usize);

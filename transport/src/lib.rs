@@ -1,4 +1,64 @@
-//! placeholder
+//! Zero-copy one-to-many messaging between processes on one Linux machine.
+//!
+//! A [`Publisher`] writes each message once into a ring in a sealed memfd; any number of
+//! [`Subscriber`] processes read it in place, each with its own cursor. A subscriber with nothing
+//! to read parks and is woken through an eventfd; a busy one costs the publisher no syscall. The
+//! memfd and eventfds travel over a unix socket, so nothing is left in `/dev/shm` when a process
+//! dies. A *gating* subscriber never misses a message (the publisher waits for it, up to an
+//! optional stall bound); a *lossy* one never slows the publisher and is told exactly how many
+//! messages it missed.
+//!
+//! | module | role |
+//! |---|---|
+//! | `publisher` | [`Publisher`], its builder, loans, statistics |
+//! | `subscriber` | [`Subscriber`], its builder, [`Sample`], statistics |
+//! | `control` | the publisher's control thread: accept, credentials, handshake, hang-ups |
+//! | `handshake` | the versioned control messages |
+//! | `topic` | topic names and their private socket directory |
+//! | `shm` | sealed memfds and their mappings |
+//! | `sys` | every syscall |
+//!
+//! ```no_run
+//! use shmcast::{Publisher, Subscriber};
+//! use std::time::Duration;
+//!
+//! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+//! #[repr(C)]
+//! struct Tick { seq: u64, price: f64 }
+//!
+//! // In one process:
+//! let mut publisher = Publisher::bind("ticks")?;
+//! publisher.send_pod(&Tick { seq: 1, price: 101.5 })?;
+//!
+//! // In another:
+//! let mut subscriber = Subscriber::builder("ticks").connect_timeout(Duration::from_secs(5)).connect()?;
+//! let sample = subscriber.recv()?;
+//! let tick: &Tick = sample.as_pod()?;
+//! println!("{}", tick.price);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(unsafe_code)]
+#![deny(missing_docs)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+mod control;
+mod error;
+mod handshake;
+mod publisher;
 mod shm;
+mod subscriber;
 mod sys;
+mod topic;
+
+pub use error::{BindError, ConnectError, LoanError, PodError, RecvError, TopicError};
+pub use publisher::{
+    Admission, Loan, PodLoan, Publisher, PublisherBuilder, PublisherStats, WakeMode,
+};
+pub use shmcast_core::{FrameError, Mode, Start, SubscriberId, SubscriberInfo};
+pub use subscriber::{Sample, Subscriber, SubscriberBuilder, SubscriberStats};
+
+/// Test support: counts this process's open descriptors (for leak checks).
+#[doc(hidden)]
+pub fn open_fd_count() -> std::io::Result<usize> {
+    sys::fd_count()
+}

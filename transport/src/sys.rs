@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use rustix::event::epoll;
 use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec};
-use rustix::fs::{MemfdFlags, Mode};
+use rustix::fs::{MemfdFlags, Mode, OFlags};
 use rustix::io::{Errno, IoSlice, IoSliceMut};
 use rustix::net::sockopt::{self, Timeout};
 use rustix::net::{
@@ -548,6 +548,18 @@ pub(crate) fn recv_with_fds(
     buf: &mut [u8],
     expected_fds: usize,
 ) -> Result<(usize, Vec<OwnedFd>), RecvFdsError> {
+    recv_with_fds_of(sock, buf, &[expected_fds])
+}
+
+/// `recvmsg(sock, buf, MSG_CMSG_CLOEXEC)`—Receives one packet whose descriptor count must be one
+/// of `allowed` (a reply that is either a refusal without descriptors or an acceptance with
+/// them). Otherwise as [`recv_with_fds`]; `WrongFdCount` names the largest allowed count.
+pub(crate) fn recv_with_fds_of(
+    sock: BorrowedFd<'_>,
+    buf: &mut [u8],
+    allowed: &[usize],
+) -> Result<(usize, Vec<OwnedFd>), RecvFdsError> {
+    let expected_fds = allowed.iter().copied().max().unwrap_or(0);
     if expected_fds > MAX_FDS_PER_PACKET {
         return Err(io::Error::from(io::ErrorKind::InvalidInput).into());
     }
@@ -585,7 +597,7 @@ pub(crate) fn recv_with_fds(
     if msg.bytes == 0 && fds.is_empty() {
         return Err(RecvFdsError::HungUp);
     }
-    if fds.len() != expected_fds {
+    if !allowed.contains(&fds.len()) {
         return Err(RecvFdsError::WrongFdCount {
             expected: expected_fds,
             got: fds.len(),
@@ -600,6 +612,17 @@ pub(crate) fn recv_with_fds(
 /// [`RecvFdsError::WrongFdCount`] (or [`RecvFdsError::Truncated`] when there were many).
 pub(crate) fn recv_packet(sock: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, RecvFdsError> {
     recv_with_fds(sock, buf, 0).map(|(len, _)| len)
+}
+
+/// `open("/proc/self/fd/N", O_RDONLY | O_CLOEXEC)`—A new read-only descriptor for the file `fd`
+/// refers to (a memfd, say), to hand to peers that must not get our read-write one.
+pub(crate) fn reopen_readonly(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    Ok(rustix::fs::open(
+        path.as_str(),
+        OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
 }
 
 /// Counts this process's open descriptors by listing `/proc/self/fd`, for leak checks.

@@ -1,0 +1,337 @@
+//! The publisher's control thread: accepts connections, checks credentials, runs the
+//! handshake, hands over the descriptors, admits subscribers into the ring, and removes each one
+//! the moment its connection hangs up.
+//!
+//! # Overload and failure
+//!
+//! * A client of a uid the policy does not admit is refused before any descriptor is sent.
+//! * A client that sends garbage, a wrong version, descriptors, or nothing within the handshake
+//!   timeout is refused or dropped; others are not delayed (everything here is non-blocking).
+//! * More than `max_pending` clients mid-handshake: new ones are refused as busy.
+//! * A hang-up removes the subscriber and signals a publisher waiting for space.
+#![allow(unsafe_code)]
+
+use crate::handshake::{self, FLAG_SHARED_WAKE, Hello, RefuseCode, Reply};
+use crate::publisher::{Link, Shared};
+use crate::shm::SharedMemory;
+use crate::sys::{self, RecvFdsError};
+use shmcast_core::{CONTROL_BLOCK_LEN, Region, SubscriberId};
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+const TOKEN_LISTENER: u64 = 0;
+const TOKEN_SHUTDOWN: u64 = 1;
+const FIRST_CONN: u64 = 2;
+
+/// Binds the topic socket, replacing a stale one left by a dead publisher.
+pub(crate) fn bind_topic(path: &Path) -> Result<OwnedFd, crate::BindError> {
+    for _ in 0..3 {
+        match sys::seqpacket_listen(path) {
+            Ok(fd) => return Ok(fd),
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {}
+            Err(e) => return Err(e.into()),
+        }
+        match sys::seqpacket_connect(path, Some(Duration::from_secs(1))) {
+            // Somebody answers: a live publisher.
+            Ok(_) => return Err(crate::BindError::TopicInUse(path.to_owned())),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Err(crate::BindError::TopicInUse(path.to_owned()));
+            }
+            // Nobody listens: the file is left over from a crash.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                match std::fs::remove_file(path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(crate::BindError::TopicInUse(path.to_owned()))
+}
+
+enum State {
+    Handshake { deadline: Instant },
+    Admitted { id: SubscriberId },
+}
+
+struct Conn {
+    sock: OwnedFd,
+    state: State,
+}
+
+struct Control {
+    shared: Arc<Shared>,
+    listener: OwnedFd,
+    epoll: OwnedFd,
+    shutdown: Arc<OwnedFd>,
+    conns: HashMap<u64, Conn>,
+    next_token: u64,
+}
+
+pub(crate) fn spawn(
+    listener: OwnedFd,
+    shared: Arc<Shared>,
+    shutdown: Arc<OwnedFd>,
+) -> io::Result<JoinHandle<()>> {
+    sys::set_nonblocking(listener.as_fd(), true)?;
+    let epoll = sys::epoll_create()?;
+    sys::epoll_add(epoll.as_fd(), listener.as_fd(), TOKEN_LISTENER)?;
+    sys::epoll_add(epoll.as_fd(), shutdown.as_fd(), TOKEN_SHUTDOWN)?;
+    let mut control = Control {
+        shared,
+        listener,
+        epoll,
+        shutdown,
+        conns: HashMap::new(),
+        next_token: FIRST_CONN,
+    };
+    std::thread::Builder::new()
+        .name("shmcast-control".into())
+        .spawn(move || control.run())
+}
+
+impl Control {
+    fn run(&mut self) {
+        let mut tokens = [0u64; 32];
+        loop {
+            let timeout = self
+                .conns
+                .values()
+                .filter_map(|c| match c.state {
+                    State::Handshake { deadline } => Some(deadline),
+                    State::Admitted { .. } => None,
+                })
+                .min()
+                .map(|d| d.saturating_duration_since(Instant::now()));
+            let n = match sys::epoll_wait(self.epoll.as_fd(), &mut tokens, timeout) {
+                Ok(n) => n,
+                Err(_) => {
+                    // epoll itself failing leaves nothing to serve with; back off and retry.
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                }
+            };
+            for &token in &tokens[..n] {
+                match token {
+                    TOKEN_SHUTDOWN => return,
+                    TOKEN_LISTENER => self.accept_all(),
+                    t => self.service(t),
+                }
+            }
+            self.expire_handshakes();
+        }
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            let sock = match sys::seqpacket_accept(self.listener.as_fd(), true) {
+                Ok(s) => s,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                // Out of descriptors and the like: leave the rest queued for the next round.
+                Err(_) => return,
+            };
+            let uid = match sys::peer_cred(sock.as_fd()) {
+                Ok(c) => c.uid,
+                Err(_) => {
+                    self.refuse(&sock, RefuseCode::Internal, "cannot read peer credentials");
+                    continue;
+                }
+            };
+            if !self.shared.admission.admits(uid) {
+                self.refuse(
+                    &sock,
+                    RefuseCode::PermissionDenied,
+                    &format!("uid {uid} is not admitted"),
+                );
+                continue;
+            }
+            let pending = self
+                .conns
+                .values()
+                .filter(|c| matches!(c.state, State::Handshake { .. }))
+                .count();
+            if pending >= self.shared.max_pending {
+                self.refuse(&sock, RefuseCode::Busy, "too many pending handshakes");
+                continue;
+            }
+            let token = self.next_token;
+            self.next_token += 1;
+            if sys::epoll_add(self.epoll.as_fd(), sock.as_fd(), token).is_err() {
+                continue;
+            }
+            let deadline = Instant::now() + self.shared.handshake_timeout;
+            self.conns.insert(
+                token,
+                Conn {
+                    sock,
+                    state: State::Handshake { deadline },
+                },
+            );
+        }
+    }
+
+    fn refuse(&self, sock: &OwnedFd, code: RefuseCode, text: &str) {
+        self.shared.refused.fetch_add(1, Ordering::Relaxed);
+        let _ = sys::send_packet(sock.as_fd(), &Reply::refuse(code, text).encode());
+    }
+
+    fn service(&mut self, token: u64) {
+        let Some(conn) = self.conns.get(&token) else {
+            return;
+        };
+        let mut buf = [0u8; handshake::MAX_PACKET];
+        let received = sys::recv_packet(conn.sock.as_fd(), &mut buf);
+        match (&conn.state, received) {
+            (_, Err(RecvFdsError::Io(e))) if e.kind() == io::ErrorKind::WouldBlock => {}
+            (State::Handshake { .. }, Ok(n)) => {
+                let conn = self.conns.remove(&token).expect("present");
+                match Hello::decode(&buf[..n]) {
+                    Ok(hello) => {
+                        if let Some(id) = self.admit(&conn.sock, hello) {
+                            self.conns.insert(
+                                token,
+                                Conn {
+                                    sock: conn.sock,
+                                    state: State::Admitted { id },
+                                },
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        let code = match e {
+                            handshake::DecodeError::Version(_) => RefuseCode::Version,
+                            _ => RefuseCode::BadRequest,
+                        };
+                        self.refuse(&conn.sock, code, &e.to_string());
+                    }
+                }
+            }
+            (State::Handshake { .. }, Err(e)) => {
+                let conn = self.conns.remove(&token).expect("present");
+                if !matches!(e, RecvFdsError::HungUp) {
+                    self.refuse(&conn.sock, RefuseCode::BadRequest, &e.to_string());
+                }
+            }
+            // An admitted subscriber has nothing to say; whatever it sends is discarded.
+            (State::Admitted { .. }, Ok(_)) => {}
+            (
+                State::Admitted { .. },
+                Err(RecvFdsError::WrongFdCount { .. } | RecvFdsError::Truncated),
+            ) => {}
+            (State::Admitted { id }, Err(_)) => {
+                let id = *id;
+                self.conns.remove(&token);
+                self.depart(id);
+            }
+        }
+    }
+
+    /// Creates the subscriber's control block and wake eventfd, admits it, and sends the
+    /// descriptors. Returns its id, or `None` after refusing it.
+    fn admit(&self, sock: &OwnedFd, hello: Hello) -> Option<SubscriberId> {
+        let prepared = (|| -> io::Result<_> {
+            let cb = Arc::new(SharedMemory::create_control_block(
+                "shmcast-cb",
+                CONTROL_BLOCK_LEN,
+            )?);
+            // SAFETY: the control block mapping is CONTROL_BLOCK_LEN bytes, page-aligned,
+            // read-write, and kept alive by the Arc passed as owner.
+            let region = unsafe { Region::from_raw_parts(cb.as_ptr(), cb.len(), cb.clone()) }
+                .ok_or_else(|| io::Error::other("misaligned control block"))?;
+            let wake = match &self.shared.shared_wake {
+                Some(fd) => (fd.clone(), None),
+                None => {
+                    let fd = Arc::new(sys::eventfd_create(true)?);
+                    (fd.clone(), Some(fd))
+                }
+            };
+            Ok((cb, region, wake))
+        })();
+        let (cb, region, (wake_fd, private)) = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                self.refuse(
+                    sock,
+                    RefuseCode::Internal,
+                    &format!("cannot set up shared memory: {e}"),
+                );
+                return None;
+            }
+        };
+        let (id, ring_len) = {
+            let mut w = self.shared.lock();
+            let ring_len = w.ring().len() as u64;
+            match w.admit(region, hello.mode, hello.start, Link { wake: private }) {
+                Ok(id) => (id, ring_len),
+                Err(e) => {
+                    drop(w);
+                    self.refuse(sock, RefuseCode::Internal, &e.to_string());
+                    return None;
+                }
+            }
+        };
+        let flags = if self.shared.shared_wake.is_some() {
+            FLAG_SHARED_WAKE
+        } else {
+            0
+        };
+        let welcome = Reply::Welcome {
+            flags,
+            ring_len,
+            cb_len: CONTROL_BLOCK_LEN as u64,
+        }
+        .encode();
+        let fds = [
+            self.shared.ring_ro.as_fd(),
+            cb.fd(),
+            wake_fd.as_fd(),
+            self.shared.space.as_fd(),
+        ];
+        debug_assert_eq!(fds.len(), handshake::WELCOME_FDS);
+        if sys::send_with_fds(sock.as_fd(), &welcome, &fds).is_err() {
+            self.shared.lock().remove(id);
+            return None;
+        }
+        self.shared.admitted.fetch_add(1, Ordering::Relaxed);
+        Some(id)
+    }
+
+    /// Removes a subscriber whose connection ended and lets a waiting publisher re-check.
+    fn depart(&self, id: SubscriberId) {
+        self.shared.lock().remove(id);
+        self.shared.departed.fetch_add(1, Ordering::Relaxed);
+        let _ = sys::eventfd_signal(self.shared.space.as_fd());
+    }
+
+    fn expire_handshakes(&mut self) {
+        let now = Instant::now();
+        let expired: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| matches!(c.state, State::Handshake { deadline } if deadline <= now))
+            .map(|(&t, _)| t)
+            .collect();
+        for token in expired {
+            if let Some(conn) = self.conns.remove(&token) {
+                self.refuse(&conn.sock, RefuseCode::BadRequest, "handshake timed out");
+            }
+        }
+    }
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        // Closing every connection tells each subscriber the publisher is gone.
+        self.conns.clear();
+        let _ = &self.shutdown;
+    }
+}

@@ -1,0 +1,290 @@
+//! One error type per operation. Errors speak the domain; system errors stay behind
+//! [`std::io::Error`] where nothing more specific applies.
+
+use shmcast_core::{ConfigError, FrameError, LayoutError};
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// Why a topic name could not be turned into a socket path.
+#[derive(Debug)]
+pub enum TopicError {
+    /// Names are 1 to 100 characters of `A-Z a-z 0-9 . _ -`, not starting with `.`; anything
+    /// with a `/` is taken as a socket path instead.
+    InvalidName(String),
+    /// The topic directory exists but another user owns it or others may enter it.
+    InsecureDirectory {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The topic directory could not be created or inspected.
+    Io(io::Error),
+}
+
+impl fmt::Display for TopicError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TopicError::InvalidName(n) => write!(
+                f,
+                "invalid topic name {n:?}: use 1-100 of A-Z a-z 0-9 . _ - (not starting with '.'), or a path with '/'"
+            ),
+            TopicError::InsecureDirectory { path, reason } => {
+                write!(f, "refusing topic directory {}: {reason}", path.display())
+            }
+            TopicError::Io(e) => write!(f, "topic directory: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for TopicError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TopicError::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why a publisher could not be created.
+#[derive(Debug)]
+pub enum BindError {
+    /// The topic name is unusable.
+    Topic(TopicError),
+    /// Another live publisher serves this topic.
+    TopicInUse(PathBuf),
+    /// The ring geometry is impossible.
+    Config(ConfigError),
+    /// A system call failed.
+    Io(io::Error),
+}
+
+impl fmt::Display for BindError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BindError::Topic(e) => e.fmt(f),
+            BindError::TopicInUse(p) => {
+                write!(
+                    f,
+                    "topic in use: a live publisher is listening on {}",
+                    p.display()
+                )
+            }
+            BindError::Config(e) => e.fmt(f),
+            BindError::Io(e) => write!(f, "creating the publisher: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BindError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BindError::Topic(e) => Some(e),
+            BindError::Config(e) => Some(e),
+            BindError::Io(e) => Some(e),
+            BindError::TopicInUse(_) => None,
+        }
+    }
+}
+
+impl From<TopicError> for BindError {
+    fn from(e: TopicError) -> Self {
+        BindError::Topic(e)
+    }
+}
+
+impl From<io::Error> for BindError {
+    fn from(e: io::Error) -> Self {
+        BindError::Io(e)
+    }
+}
+
+/// Why a loan (or send) failed.
+#[derive(Debug)]
+pub enum LoanError {
+    /// The message is longer than the ring's maximum.
+    TooLarge {
+        /// Requested length.
+        len: usize,
+        /// The publisher's maximum message size.
+        max: usize,
+    },
+    /// `try_loan`: gating subscribers have not released enough space.
+    Full,
+    /// `loan_timeout`: space did not free up in time.
+    Timeout,
+    /// The type's alignment exceeds the 16 bytes every payload is aligned to.
+    Unaligned {
+        /// The type's alignment.
+        align: usize,
+    },
+    /// Waiting for space failed in a system call.
+    Io(io::Error),
+}
+
+impl fmt::Display for LoanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoanError::TooLarge { len, max } => {
+                write!(f, "message of {len} bytes exceeds the maximum of {max}")
+            }
+            LoanError::Full => f.write_str("ring full: gating subscribers have not released space"),
+            LoanError::Timeout => f.write_str("timed out waiting for ring space"),
+            LoanError::Unaligned { align } => {
+                write!(
+                    f,
+                    "type alignment {align} exceeds the payload alignment of 16"
+                )
+            }
+            LoanError::Io(e) => write!(f, "waiting for ring space: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for LoanError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LoanError::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why a subscriber could not connect.
+#[derive(Debug)]
+pub enum ConnectError {
+    /// The topic name is unusable.
+    Topic(TopicError),
+    /// No publisher serves the topic (after waiting, with `connect_timeout`).
+    NoPublisher(PathBuf),
+    /// The publisher refused us (policy, version, overload).
+    Refused {
+        /// Why, as the publisher said it.
+        reason: String,
+    },
+    /// The publisher did not answer the handshake in time.
+    HandshakeTimeout,
+    /// The publisher's reply broke the protocol.
+    Protocol(String),
+    /// The shared memory the publisher sent is not acceptable.
+    Layout(LayoutError),
+    /// A system call failed.
+    Io(io::Error),
+}
+
+impl fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConnectError::Topic(e) => e.fmt(f),
+            ConnectError::NoPublisher(p) => write!(f, "no publisher on {}", p.display()),
+            ConnectError::Refused { reason } => {
+                write!(f, "publisher refused the connection: {reason}")
+            }
+            ConnectError::HandshakeTimeout => {
+                f.write_str("publisher did not complete the handshake in time")
+            }
+            ConnectError::Protocol(m) => write!(f, "handshake protocol error: {m}"),
+            ConnectError::Layout(e) => write!(f, "shared memory refused: {e}"),
+            ConnectError::Io(e) => write!(f, "connecting: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConnectError::Topic(e) => Some(e),
+            ConnectError::Layout(e) => Some(e),
+            ConnectError::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<TopicError> for ConnectError {
+    fn from(e: TopicError) -> Self {
+        ConnectError::Topic(e)
+    }
+}
+
+impl From<io::Error> for ConnectError {
+    fn from(e: io::Error) -> Self {
+        ConnectError::Io(e)
+    }
+}
+
+/// Why a receive returned no message.
+#[derive(Debug)]
+pub enum RecvError {
+    /// `try_recv`: nothing to read now.
+    Empty,
+    /// `recv_timeout`: nothing arrived in time.
+    Timeout,
+    /// The publisher overwrote this many messages before this (lossy) subscriber read them.
+    /// Receiving continues in order with the oldest message still available.
+    Lagged(u64),
+    /// The publisher is gone and every message it committed has been received.
+    Disconnected,
+    /// This gating subscriber stalled past the publisher's stall bound and now receives as a
+    /// lossy one (reported once; the next receive may report `Lagged`).
+    Demoted,
+    /// The publisher evicted this subscriber.
+    Evicted,
+    /// The shared memory holds something no correct publisher writes.
+    Corrupt(FrameError),
+    /// Waiting failed in a system call.
+    Io(io::Error),
+}
+
+impl fmt::Display for RecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecvError::Empty => f.write_str("no message available"),
+            RecvError::Timeout => f.write_str("timed out waiting for a message"),
+            RecvError::Lagged(n) => write!(f, "lagged: missed {n} messages"),
+            RecvError::Disconnected => f.write_str("publisher disconnected"),
+            RecvError::Demoted => f.write_str("demoted from gating to lossy after stalling"),
+            RecvError::Evicted => f.write_str("evicted by the publisher"),
+            RecvError::Corrupt(e) => write!(f, "corrupt shared memory: {e}"),
+            RecvError::Io(e) => write!(f, "waiting for messages: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RecvError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RecvError::Corrupt(e) => Some(e),
+            RecvError::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why a payload could not be viewed as a `Pod` type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodError {
+    /// The payload's length is not the type's size.
+    Size {
+        /// The type's size.
+        expected: usize,
+        /// The payload's length.
+        actual: usize,
+    },
+    /// The payload is not aligned for the type (alignment above 16).
+    Alignment,
+}
+
+impl fmt::Display for PodError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PodError::Size { expected, actual } => {
+                write!(f, "payload of {actual} bytes, type needs {expected}")
+            }
+            PodError::Alignment => f.write_str("payload not aligned for the type"),
+        }
+    }
+}
+
+impl std::error::Error for PodError {}

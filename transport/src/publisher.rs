@@ -1,0 +1,584 @@
+//! The publisher: owns the ring, lends writable buffers inside it, and wakes parked subscribers.
+//!
+//! # Overload and failure
+//!
+//! * A gating subscriber that does not release makes the ring full: [`Publisher::try_loan`]
+//!   returns [`LoanError::Full`], [`Publisher::loan_timeout`] waits up to its timeout, and
+//!   [`Publisher::loan`] waits — up to the stall bound, if one is configured, after which the
+//!   slowest gating subscriber is demoted to lossy and publishing continues.
+//! * A subscriber whose connection hangs up (it exited or was killed) is removed at once; a
+//!   publisher waiting on it continues immediately.
+//! * Dropping the publisher ends the stream: subscribers receive everything committed, then
+//!   [`RecvError::Disconnected`](crate::RecvError::Disconnected). The socket file is removed.
+//!
+//! ```no_run
+//! use shmcast::{Publisher, Subscriber};
+//!
+//! let mut publisher = Publisher::builder("doc-example").capacity(1 << 20).bind()?;
+//! let mut loan = publisher.loan(5)?;
+//! loan.copy_from_slice(b"hello");
+//! loan.publish();
+//! publisher.send(b"world")?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![allow(unsafe_code)]
+
+use crate::control;
+use crate::error::{BindError, LoanError, PodError};
+use crate::shm::SharedMemory;
+use crate::sys;
+use crate::topic;
+use shmcast_core::{Region, ReserveError, RingConfig, SubscriberId, SubscriberInfo, Writer};
+use std::ops::{Deref, DerefMut};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Who may subscribe, checked against the connecting process's credentials (`SO_PEERCRED`)
+/// before anything is sent to it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Admission {
+    /// Only processes of the publisher's own uid (the default).
+    #[default]
+    SameUid,
+    /// The listed uids (and the publisher's own).
+    Uids(Vec<u32>),
+    /// Any process that can reach the socket (its file mode still applies).
+    AnyUid,
+}
+
+impl Admission {
+    pub(crate) fn admits(&self, uid: u32) -> bool {
+        let own = sys::getuid();
+        match self {
+            Admission::SameUid => uid == own,
+            Admission::Uids(list) => uid == own || list.contains(&uid),
+            Admission::AnyUid => true,
+        }
+    }
+}
+
+/// How parked subscribers are woken.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WakeMode {
+    /// One eventfd per subscriber: one `write` per parked subscriber per commit.
+    PerSubscriber,
+    /// One eventfd shared by all subscribers, each watching it edge-triggered in its own epoll:
+    /// one `write` per commit however many are parked.
+    #[default]
+    Shared,
+}
+
+/// Settings for a [`Publisher`].
+#[derive(Clone, Debug)]
+pub struct PublisherBuilder {
+    topic: String,
+    capacity: u64,
+    max_message: Option<u64>,
+    admission: Admission,
+    stall_bound: Option<Duration>,
+    handshake_timeout: Duration,
+    max_pending: usize,
+    wake: WakeMode,
+}
+
+impl PublisherBuilder {
+    /// Defaults: a 1 MiB ring, messages up to a quarter of it, same-uid admission, no stall
+    /// bound, 2 s handshake timeout, shared wake eventfd.
+    pub fn new(topic: impl Into<String>) -> Self {
+        PublisherBuilder {
+            topic: topic.into(),
+            capacity: 1 << 20,
+            max_message: None,
+            admission: Admission::SameUid,
+            stall_bound: None,
+            handshake_timeout: Duration::from_secs(2),
+            max_pending: 64,
+            wake: WakeMode::default(),
+        }
+    }
+
+    /// Ring data size in bytes (a power of two, at least 64).
+    pub fn capacity(mut self, bytes: u64) -> Self {
+        self.capacity = bytes;
+        self
+    }
+
+    /// Largest message in bytes (at most half the capacity minus 16). Default: a quarter of
+    /// the capacity.
+    pub fn max_message(mut self, bytes: u64) -> Self {
+        self.max_message = Some(bytes);
+        self
+    }
+
+    /// Who may subscribe.
+    pub fn admission(mut self, admission: Admission) -> Self {
+        self.admission = admission;
+        self
+    }
+
+    /// How long a blocking `loan` waits on a stalled gating subscriber before demoting it to
+    /// lossy. `None` (the default): wait as long as the caller's own timeout.
+    pub fn stall_bound(mut self, bound: Option<Duration>) -> Self {
+        self.stall_bound = bound;
+        self
+    }
+
+    /// How long a connecting client may take to send its request before it is dropped.
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// Most clients in the middle of a handshake at once; more are refused as busy.
+    pub fn max_pending_handshakes(mut self, n: usize) -> Self {
+        self.max_pending = n.max(1);
+        self
+    }
+
+    /// How parked subscribers are woken.
+    pub fn wake_mode(mut self, wake: WakeMode) -> Self {
+        self.wake = wake;
+        self
+    }
+
+    /// Creates the ring and starts serving the topic.
+    pub fn bind(self) -> Result<Publisher, BindError> {
+        Publisher::create(self)
+    }
+}
+
+/// What the writer keeps per subscriber: how to wake it.
+pub(crate) struct Link {
+    /// Its private eventfd, or `None` when the shared one is used.
+    pub(crate) wake: Option<Arc<OwnedFd>>,
+}
+
+/// State shared by the publisher and its control thread.
+pub(crate) struct Shared {
+    pub(crate) writer: Mutex<Writer<Link>>,
+    /// Read-only descriptor of the ring, handed to subscribers.
+    pub(crate) ring_ro: OwnedFd,
+    /// Signalled by releasing subscribers (and the control thread) while the publisher waits.
+    pub(crate) space: OwnedFd,
+    /// The shared wake eventfd, in [`WakeMode::Shared`].
+    pub(crate) shared_wake: Option<Arc<OwnedFd>>,
+    pub(crate) admission: Admission,
+    pub(crate) handshake_timeout: Duration,
+    pub(crate) max_pending: usize,
+    pub(crate) wake_syscalls: AtomicU64,
+    pub(crate) admitted: AtomicU64,
+    pub(crate) refused: AtomicU64,
+    pub(crate) departed: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Writer<Link>> {
+        self.writer.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Signals whom a commit (or close) named, counting each syscall.
+    fn wake(
+        &self,
+        writer: &mut Writer<Link>,
+        commit: impl FnOnce(&mut Writer<Link>, &mut dyn FnMut(&Link)),
+    ) {
+        let mut shared_needed = false;
+        let mut calls = 0;
+        commit(writer, &mut |link: &Link| match &link.wake {
+            Some(fd) => {
+                let _ = sys::eventfd_signal(fd.as_fd());
+                calls += 1;
+            }
+            None => shared_needed = true,
+        });
+        if shared_needed && let Some(fd) = &self.shared_wake {
+            let _ = sys::eventfd_signal(fd.as_fd());
+            calls += 1;
+        }
+        if calls > 0 {
+            self.wake_syscalls.fetch_add(calls, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Publisher statistics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublisherStats {
+    /// Messages published.
+    pub messages: u64,
+    /// Wake syscalls made (eventfd writes). Zero while no subscriber is parked.
+    pub wake_syscalls: u64,
+    /// Times a loan found the ring full.
+    pub full: u64,
+    /// Times the publisher slept waiting for space.
+    pub space_waits: u64,
+    /// Gating subscribers demoted to lossy.
+    pub demotions: u64,
+    /// Subscribers admitted so far.
+    pub admitted: u64,
+    /// Connections refused (policy, protocol, overload, timeout).
+    pub refused: u64,
+    /// Subscribers that left or died.
+    pub departed: u64,
+    /// Every current subscriber.
+    pub subscribers: Vec<SubscriberInfo>,
+}
+
+/// The single publisher of a topic.
+pub struct Publisher {
+    shared: Arc<Shared>,
+    control: Option<JoinHandle<()>>,
+    shutdown: Arc<OwnedFd>,
+    path: PathBuf,
+    socket_id: (u64, u64),
+    stall_bound: Option<Duration>,
+    space_waits: u64,
+    max_message: usize,
+}
+
+impl std::fmt::Debug for Publisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publisher")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Publisher {
+    /// Settings for a publisher on `topic` (a name, or a socket path containing `/`).
+    pub fn builder(topic: impl Into<String>) -> PublisherBuilder {
+        PublisherBuilder::new(topic)
+    }
+
+    /// A publisher on `topic` with default settings.
+    pub fn bind(topic: &str) -> Result<Publisher, BindError> {
+        PublisherBuilder::new(topic).bind()
+    }
+
+    fn create(b: PublisherBuilder) -> Result<Publisher, BindError> {
+        let max = b.max_message.unwrap_or(b.capacity / 4);
+        let cfg = RingConfig::new(b.capacity, max).map_err(BindError::Config)?;
+        let path = topic::resolve(&b.topic, true)?;
+
+        let ring = Arc::new(SharedMemory::create_sealed_ring(
+            "shmcast-ring",
+            cfg.region_len(),
+        )?);
+        let ring_ro = sys::reopen_readonly(ring.fd())?;
+        // SAFETY: the mapping is `cfg.region_len()` bytes, page-aligned, read-write, and lives as
+        // long as the Arc we hand over as owner.
+        let region = unsafe { Region::from_raw_parts(ring.as_ptr(), ring.len(), ring.clone()) }
+            .ok_or_else(|| std::io::Error::other("ring mapping is misaligned"))?;
+        let writer = Writer::new(region, cfg).map_err(|e| std::io::Error::other(e.to_string()))?;
+        drop(ring);
+
+        let shared = Arc::new(Shared {
+            writer: Mutex::new(writer),
+            ring_ro,
+            space: sys::eventfd_create(true)?,
+            shared_wake: match b.wake {
+                WakeMode::Shared => Some(Arc::new(sys::eventfd_create(true)?)),
+                WakeMode::PerSubscriber => None,
+            },
+            admission: b.admission,
+            handshake_timeout: b.handshake_timeout,
+            max_pending: b.max_pending,
+            wake_syscalls: AtomicU64::new(0),
+            admitted: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            departed: AtomicU64::new(0),
+        });
+
+        let listener = control::bind_topic(&path)?;
+        let socket_id = file_id(&path)?;
+        let shutdown = Arc::new(sys::eventfd_create(true)?);
+        let control = control::spawn(listener, shared.clone(), shutdown.clone())?;
+        Ok(Publisher {
+            shared,
+            control: Some(control),
+            shutdown,
+            path,
+            socket_id,
+            stall_bound: b.stall_bound,
+            space_waits: 0,
+            max_message: cfg.max_payload(),
+        })
+    }
+
+    /// The socket path subscribers connect to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Largest message in bytes.
+    pub fn max_message(&self) -> usize {
+        self.max_message
+    }
+
+    /// Lends a writable `len`-byte buffer inside the ring, waiting while gating subscribers hold
+    /// the space (up to the stall bound, if configured, after which the slowest is demoted).
+    pub fn loan(&mut self, len: usize) -> Result<Loan<'_>, LoanError> {
+        self.loan_until(len, Some(None))
+    }
+
+    /// Like [`loan`](Self::loan), but gives up with [`LoanError::Timeout`] after `timeout`.
+    pub fn loan_timeout(&mut self, len: usize, timeout: Duration) -> Result<Loan<'_>, LoanError> {
+        self.loan_until(len, Some(Instant::now().checked_add(timeout)))
+    }
+
+    /// Like [`loan`](Self::loan), but never waits: a full ring is [`LoanError::Full`].
+    pub fn try_loan(&mut self, len: usize) -> Result<Loan<'_>, LoanError> {
+        self.loan_until(len, None)
+    }
+
+    /// `wait`: `None` never waits; `Some(None)` waits without a deadline; `Some(Some(t))` until t.
+    fn loan_until(
+        &mut self,
+        len: usize,
+        wait: Option<Option<Instant>>,
+    ) -> Result<Loan<'_>, LoanError> {
+        let shared: &Shared = &self.shared;
+        let mut guard = shared.lock();
+        let mut stalled_since = Instant::now();
+        loop {
+            let err = match guard.try_reserve(len) {
+                Ok(res) => {
+                    let ptr = guard.payload_ptr(&res);
+                    return Ok(Loan {
+                        guard,
+                        res: Some(res),
+                        shared,
+                        ptr,
+                        len,
+                    });
+                }
+                Err(e) => e,
+            };
+            match err {
+                ReserveError::TooLarge { len, max } => {
+                    return Err(LoanError::TooLarge { len, max });
+                }
+                // Only drop closes the writer, and drop needs `&mut self`.
+                ReserveError::Closed => unreachable!("publisher closed while borrowed"),
+                ReserveError::Full { .. } => {}
+            }
+            let Some(deadline) = wait else {
+                return Err(LoanError::Full);
+            };
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(LoanError::Timeout);
+            }
+            let stall_at = self.stall_bound.map(|b| stalled_since + b);
+            if stall_at.is_some_and(|t| now >= t) {
+                if let Some(id) = guard.slowest_gating() {
+                    demote(shared, &mut guard, id);
+                }
+                stalled_since = now;
+                continue;
+            }
+            let sleep = guard
+                .prepare_wait_for_space(len)
+                .map_err(|_| LoanError::Full)?;
+            drop(guard);
+            if sleep {
+                let until = match (deadline, stall_at) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                let timeout = until.map(|t| t.saturating_duration_since(Instant::now()));
+                self.space_waits += 1;
+                sys::wait_readable(shared.space.as_fd(), timeout).map_err(LoanError::Io)?;
+                sys::eventfd_drain(shared.space.as_fd()).map_err(LoanError::Io)?;
+            }
+            guard = shared.lock();
+            guard.end_wait_for_space();
+        }
+    }
+
+    /// Lends a buffer for one `T`, to be filled in place.
+    pub fn loan_pod<T: bytemuck::Pod>(&mut self) -> Result<PodLoan<'_, T>, LoanError> {
+        if align_of::<T>() > 16 {
+            return Err(LoanError::Unaligned {
+                align: align_of::<T>(),
+            });
+        }
+        let loan = self.loan(size_of::<T>())?;
+        Ok(PodLoan {
+            loan,
+            _t: std::marker::PhantomData,
+        })
+    }
+
+    /// Copies `payload` into the ring and publishes it (waiting for space like `loan`).
+    pub fn send(&mut self, payload: &[u8]) -> Result<(), LoanError> {
+        let mut loan = self.loan(payload.len())?;
+        loan.copy_from_slice(payload);
+        loan.publish();
+        Ok(())
+    }
+
+    /// Publishes one `T`.
+    pub fn send_pod<T: bytemuck::Pod>(&mut self, value: &T) -> Result<(), LoanError> {
+        self.send(bytemuck::bytes_of(value))
+    }
+
+    /// Number of connected subscribers.
+    pub fn subscriber_count(&self) -> usize {
+        self.shared.lock().subscriber_count()
+    }
+
+    /// A snapshot of the counters and of every subscriber.
+    pub fn stats(&self) -> PublisherStats {
+        let w = self.shared.lock();
+        let ws = w.stats();
+        PublisherStats {
+            messages: ws.messages,
+            wake_syscalls: self.shared.wake_syscalls.load(Ordering::Relaxed),
+            full: ws.full,
+            space_waits: self.space_waits,
+            demotions: ws.demotions,
+            admitted: self.shared.admitted.load(Ordering::Relaxed),
+            refused: self.shared.refused.load(Ordering::Relaxed),
+            departed: self.shared.departed.load(Ordering::Relaxed),
+            subscribers: w.subscribers().collect(),
+        }
+    }
+}
+
+/// Demotes `id` and wakes it so a parked subscriber learns of it.
+fn demote(shared: &Shared, writer: &mut Writer<Link>, id: SubscriberId) {
+    if writer.demote(id) {
+        let fd = writer
+            .attachment(id)
+            .and_then(|l| l.wake.clone())
+            .or_else(|| shared.shared_wake.clone());
+        if let Some(fd) = fd {
+            let _ = sys::eventfd_signal(fd.as_fd());
+        }
+    }
+}
+
+impl Drop for Publisher {
+    fn drop(&mut self) {
+        {
+            let mut w = self.shared.lock();
+            self.shared.wake(&mut w, |w, wake| w.close(wake));
+        }
+        let _ = sys::eventfd_signal(self.shutdown.as_fd());
+        if let Some(control) = self.control.take() {
+            let _ = control.join();
+        }
+        // Remove the socket only if it is still ours (a successor may have replaced it).
+        if file_id(&self.path).ok() == Some(self.socket_id) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn file_id(path: &Path) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path)?;
+    Ok((m.dev(), m.ino()))
+}
+
+/// A writable buffer inside the ring. [`publish`](Loan::publish) commits it; dropping it
+/// abandons it (subscribers never see it).
+///
+/// While a loan is alive, new subscribers wait to be admitted: publish promptly.
+pub struct Loan<'a> {
+    guard: MutexGuard<'a, Writer<Link>>,
+    res: Option<shmcast_core::Reservation>,
+    shared: &'a Shared,
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Loan<'_> {
+    /// Publishes the buffer to every subscriber.
+    pub fn publish(mut self) {
+        if let Some(res) = self.res.take() {
+            self.shared.wake(&mut self.guard, |w, wake| {
+                w.commit(res, wake);
+            });
+        }
+    }
+
+    /// Drops the buffer without publishing it.
+    pub fn abandon(mut self) {
+        if let Some(res) = self.res.take() {
+            self.guard.abandon(res);
+        }
+    }
+
+    /// The buffer as a `T`.
+    pub fn as_pod_mut<T: bytemuck::Pod>(&mut self) -> Result<&mut T, PodError> {
+        let len = self.len;
+        bytemuck::try_from_bytes_mut(self).map_err(pod_error::<T>(len))
+    }
+}
+
+pub(crate) fn pod_error<T>(len: usize) -> impl Fn(bytemuck::PodCastError) -> PodError {
+    move |e| match e {
+        bytemuck::PodCastError::SizeMismatch => PodError::Size {
+            expected: size_of::<T>(),
+            actual: len,
+        },
+        _ => PodError::Alignment,
+    }
+}
+
+impl Deref for Loan<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `ptr..ptr+len` is the reservation's payload, which only this loan may touch
+        // until it is committed or abandoned (both consume the loan).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl DerefMut for Loan<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `deref`; `&mut self` makes this the only view.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for Loan<'_> {
+    fn drop(&mut self) {
+        if let Some(res) = self.res.take() {
+            self.guard.abandon(res);
+        }
+    }
+}
+
+/// A loan of exactly one `T`, from [`Publisher::loan_pod`].
+pub struct PodLoan<'a, T> {
+    loan: Loan<'a>,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T: bytemuck::Pod> PodLoan<'_, T> {
+    /// Publishes the value.
+    pub fn publish(self) {
+        self.loan.publish();
+    }
+}
+
+impl<T: bytemuck::Pod> Deref for PodLoan<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // Size and alignment were checked in `loan_pod` (payloads are 16-byte aligned).
+        bytemuck::from_bytes(&self.loan)
+    }
+}
+
+impl<T: bytemuck::Pod> DerefMut for PodLoan<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        bytemuck::from_bytes_mut(&mut self.loan)
+    }
+}

@@ -1,0 +1,202 @@
+//! Publisher and subscribers in one process (real memfds, sockets and eventfds; threads instead
+//! of processes): the API's contract, quickly.
+
+use shmcast::{ConnectError, LoanError, Mode, Publisher, RecvError, Start, Subscriber, WakeMode};
+use std::time::Duration;
+
+fn topic(name: &str) -> String {
+    format!("basic-{}-{name}", std::process::id())
+}
+
+const T: Duration = Duration::from_secs(10);
+
+#[test]
+fn send_receive_in_place_and_typed() {
+    let t = topic("typed");
+    let mut publisher = Publisher::builder(&t).capacity(1 << 16).bind().unwrap();
+    let mut sub = Subscriber::connect(&t).unwrap();
+    publisher.send(b"hello").unwrap();
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable, Debug, PartialEq)]
+    #[repr(C)]
+    struct Tick {
+        seq: u64,
+        price: f64,
+    }
+    publisher.send_pod(&Tick { seq: 7, price: 1.5 }).unwrap();
+    {
+        let mut loan = publisher.loan_pod::<Tick>().unwrap();
+        *loan = Tick { seq: 8, price: 2.5 };
+        loan.publish();
+    }
+    let s = sub.recv_timeout(T).unwrap();
+    assert_eq!((&*s, s.seq()), (&b"hello"[..], 0));
+    drop(s);
+    assert_eq!(
+        sub.recv_timeout(T).unwrap().as_pod::<Tick>().unwrap(),
+        &Tick { seq: 7, price: 1.5 }
+    );
+    assert_eq!(
+        sub.recv_timeout(T).unwrap().as_pod::<Tick>().unwrap().seq,
+        8
+    );
+    assert!(matches!(sub.try_recv(), Err(RecvError::Empty)));
+    assert_eq!(publisher.stats().wake_syscalls, 0, "nobody was parked");
+}
+
+#[test]
+fn blocking_receive_is_woken() {
+    for wake in [WakeMode::Shared, WakeMode::PerSubscriber] {
+        let t = topic(&format!("wake-{wake:?}"));
+        let mut publisher = Publisher::builder(&t).wake_mode(wake).bind().unwrap();
+        let subs: Vec<_> = (0..3).map(|_| Subscriber::connect(&t).unwrap()).collect();
+        let readers: Vec<_> = subs
+            .into_iter()
+            .map(|mut s| {
+                std::thread::spawn(move || {
+                    let mut got = Vec::new();
+                    loop {
+                        match s.recv_timeout(T) {
+                            Ok(m) => got.push(m.to_vec()),
+                            Err(RecvError::Disconnected) => return got,
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                })
+            })
+            .collect();
+        for i in 0..100u32 {
+            publisher.send(&i.to_le_bytes()).unwrap();
+            if i % 10 == 0 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        drop(publisher);
+        for r in readers {
+            let got = r.join().unwrap();
+            assert_eq!(got.len(), 100);
+            for (i, m) in got.iter().enumerate() {
+                assert_eq!(m, &(i as u32).to_le_bytes());
+            }
+        }
+    }
+}
+
+#[test]
+fn full_ring_try_loan_and_timeout() {
+    let t = topic("full");
+    let mut publisher = Publisher::builder(&t)
+        .capacity(1024)
+        .max_message(200)
+        .bind()
+        .unwrap();
+    let mut sub = Subscriber::connect(&t).unwrap();
+    let mut sent = 0;
+    while publisher.try_loan(200).map(|l| l.publish()).is_ok() {
+        sent += 1;
+    }
+    assert!(sent >= 4);
+    assert!(matches!(publisher.try_loan(200), Err(LoanError::Full)));
+    assert!(matches!(
+        publisher.loan_timeout(200, Duration::from_millis(50)),
+        Err(LoanError::Timeout)
+    ));
+    assert!(matches!(
+        publisher.try_loan(100_000),
+        Err(LoanError::TooLarge { .. })
+    ));
+    drop(sub.recv_timeout(T).unwrap());
+    publisher.try_loan(200).unwrap().publish();
+}
+
+#[test]
+fn stall_bound_demotes_and_subscriber_is_told() {
+    let t = topic("stall");
+    let mut publisher = Publisher::builder(&t)
+        .capacity(1024)
+        .max_message(200)
+        .stall_bound(Some(Duration::from_millis(100)))
+        .bind()
+        .unwrap();
+    let mut sub = Subscriber::connect(&t).unwrap();
+    for i in 0..20u8 {
+        publisher.send(&[i; 200]).unwrap();
+    }
+    assert_eq!(publisher.stats().demotions, 1);
+    assert!(matches!(sub.recv_timeout(T), Err(RecvError::Demoted)));
+    assert!(!sub.is_gating());
+    let Err(RecvError::Lagged(n)) = sub.recv_timeout(T) else {
+        panic!("expected lag")
+    };
+    let mut rest = 0;
+    while sub.try_recv().is_ok() {
+        rest += 1;
+    }
+    assert_eq!(n + rest, 20);
+}
+
+#[test]
+fn late_joiner_from_oldest_and_lossy_lag() {
+    let t = topic("oldest");
+    let mut publisher = Publisher::builder(&t).capacity(4096).bind().unwrap();
+    for i in 0..10u8 {
+        publisher.send(&[i; 100]).unwrap();
+    }
+    let mut old = Subscriber::builder(&t)
+        .start(Start::Oldest)
+        .mode(Mode::Lossy)
+        .connect()
+        .unwrap();
+    assert_eq!(old.recv_timeout(T).unwrap().seq(), 0);
+    let mut lossy = Subscriber::builder(&t).lossy().connect().unwrap();
+    for i in 0..200u8 {
+        publisher.send(&[i; 100]).unwrap();
+    }
+    let Err(RecvError::Lagged(n)) = lossy.recv_timeout(T) else {
+        panic!("expected lag")
+    };
+    let next = lossy.recv_timeout(T).unwrap().seq();
+    assert_eq!(next, 10 + n);
+}
+
+#[test]
+fn no_publisher_and_topic_in_use() {
+    let t = topic("missing");
+    assert!(matches!(
+        Subscriber::connect(&t),
+        Err(ConnectError::NoPublisher(_))
+    ));
+    let start = std::time::Instant::now();
+    let r = Subscriber::builder(&t)
+        .connect_timeout(Duration::from_millis(100))
+        .connect();
+    assert!(matches!(r, Err(ConnectError::NoPublisher(_))));
+    assert!(start.elapsed() >= Duration::from_millis(100));
+    let publisher = Publisher::bind(&t).unwrap();
+    assert!(matches!(
+        Publisher::bind(&t),
+        Err(shmcast::BindError::TopicInUse(_))
+    ));
+    let path = publisher.path().to_owned();
+    drop(publisher);
+    assert!(!path.exists(), "socket removed on clean shutdown");
+}
+
+#[test]
+fn waits_for_a_publisher_that_appears_later() {
+    let t = topic("later");
+    let t2 = t.clone();
+    let sub = std::thread::spawn(move || {
+        let mut s = Subscriber::builder(&t2)
+            .connect_timeout(T)
+            .connect()
+            .unwrap();
+        s.recv_timeout(T).unwrap().to_vec()
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let mut publisher = Publisher::bind(&t).unwrap();
+    while publisher.subscriber_count() == 0 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    publisher.send(b"late").unwrap();
+    assert_eq!(sub.join().unwrap(), b"late");
+}
