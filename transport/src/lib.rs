@@ -62,3 +62,59 @@ pub use subscriber::{Sample, Subscriber, SubscriberBuilder, SubscriberStats};
 pub fn open_fd_count() -> std::io::Result<usize> {
     sys::fd_count()
 }
+
+/// Support for the crate's own fault tests: a raw handshake that keeps the descriptors a
+/// subscriber receives, so a test can try to misuse them. Not part of the API.
+#[doc(hidden)]
+pub mod __test_support {
+    use crate::handshake::{self, Hello, Reply};
+    use crate::sys;
+    use std::os::fd::{AsFd, OwnedFd};
+    use std::path::Path;
+
+    /// Connects to `path`, asks as a lossy subscriber and returns the four descriptors of the
+    /// welcome (ring, control block, wake eventfd, space eventfd) and the socket, or the
+    /// publisher's refusal text.
+    pub fn raw_handshake(path: &Path) -> std::io::Result<Result<(Vec<OwnedFd>, OwnedFd), String>> {
+        let sock = sys::seqpacket_connect(path, Some(std::time::Duration::from_secs(5)))?;
+        let hello = Hello {
+            mode: crate::Mode::Lossy,
+            start: crate::Start::Newest,
+        };
+        // A refusing publisher may have closed already; its refusal is still queued.
+        let _ = sys::send_packet(sock.as_fd(), &hello.encode());
+        sys::set_recv_timeout(sock.as_fd(), Some(std::time::Duration::from_secs(5)))?;
+        let mut buf = [0u8; handshake::MAX_PACKET];
+        let (n, fds) = sys::recv_with_fds_of(sock.as_fd(), &mut buf, &[0, handshake::WELCOME_FDS])
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        match Reply::decode(&buf[..n]) {
+            Ok(Reply::Welcome { .. }) => Ok(Ok((fds, sock))),
+            Ok(Reply::Refuse { text, .. }) => {
+                assert!(fds.is_empty(), "a refusal carries no descriptors");
+                Ok(Err(text))
+            }
+            Err(e) => Err(std::io::Error::other(e.to_string())),
+        }
+    }
+
+    /// Sends raw bytes (and optionally descriptors) on a new connection to `path` and returns
+    /// the publisher's reply text, if any.
+    pub fn raw_send(
+        path: &Path,
+        bytes: &[u8],
+        fds: &[std::os::fd::BorrowedFd<'_>],
+    ) -> std::io::Result<Option<String>> {
+        let sock = sys::seqpacket_connect(path, Some(std::time::Duration::from_secs(5)))?;
+        sys::send_with_fds(sock.as_fd(), bytes, fds)?;
+        sys::set_recv_timeout(sock.as_fd(), Some(std::time::Duration::from_secs(5)))?;
+        let mut buf = [0u8; handshake::MAX_PACKET];
+        match sys::recv_with_fds_of(sock.as_fd(), &mut buf, &[0, handshake::WELCOME_FDS]) {
+            Ok((n, _)) => Ok(match Reply::decode(&buf[..n]) {
+                Ok(Reply::Refuse { text, .. }) => Some(text),
+                Ok(Reply::Welcome { .. }) => Some("welcome".into()),
+                Err(e) => Some(format!("undecodable reply: {e}")),
+            }),
+            Err(_) => Ok(None),
+        }
+    }
+}
