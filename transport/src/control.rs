@@ -11,7 +11,7 @@
 //! * A hang-up removes the subscriber and signals a publisher waiting for space.
 #![allow(unsafe_code)]
 
-use crate::handshake::{self, FLAG_SHARED_WAKE, Hello, RefuseCode, Reply};
+use crate::handshake::{self, Hello, RefuseCode, Reply};
 use crate::publisher::{Link, Shared};
 use crate::shm::SharedMemory;
 use crate::sys::{self, RecvFdsError};
@@ -247,16 +247,10 @@ impl Control {
             // read-write, and kept alive by the Arc passed as owner.
             let region = unsafe { Region::from_raw_parts(cb.as_ptr(), cb.len(), cb.clone()) }
                 .ok_or_else(|| io::Error::other("misaligned control block"))?;
-            let wake = match &self.shared.shared_wake {
-                Some(fd) => (fd.clone(), None),
-                None => {
-                    let fd = Arc::new(sys::eventfd_create(true)?);
-                    (fd.clone(), Some(fd))
-                }
-            };
+            let wake = Arc::new(sys::eventfd_create(true)?);
             Ok((cb, region, wake))
         })();
-        let (cb, region, (wake_fd, private)) = match prepared {
+        let (cb, region, wake) = match prepared {
             Ok(p) => p,
             Err(e) => {
                 self.refuse(
@@ -270,7 +264,7 @@ impl Control {
         let (id, ring_len) = {
             let mut w = self.shared.lock();
             let ring_len = w.ring().len() as u64;
-            match w.admit(region, hello.mode, hello.start, Link { wake: private }) {
+            match w.admit(region, hello.mode, hello.start, Link { wake: wake.clone() }) {
                 Ok(id) => (id, ring_len),
                 Err(e) => {
                     drop(w);
@@ -279,13 +273,8 @@ impl Control {
                 }
             }
         };
-        let flags = if self.shared.shared_wake.is_some() {
-            FLAG_SHARED_WAKE
-        } else {
-            0
-        };
         let welcome = Reply::Welcome {
-            flags,
+            flags: 0,
             ring_len,
             cb_len: CONTROL_BLOCK_LEN as u64,
         }
@@ -293,7 +282,8 @@ impl Control {
         let fds = [
             self.shared.ring_ro.as_fd(),
             cb.fd(),
-            wake_fd.as_fd(),
+            wake.as_fd(),
+            self.shared.shared_wake.as_fd(),
             self.shared.space.as_fd(),
         ];
         debug_assert_eq!(fds.len(), handshake::WELCOME_FDS);

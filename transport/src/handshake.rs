@@ -2,9 +2,9 @@
 //!
 //! ```text
 //! subscriber -> publisher  HELLO    magic "SHMC" | version u16 | kind 1 | mode u8 | start u8 | 6 zero bytes
-//! publisher -> subscriber  WELCOME  magic | version | kind 2 | flags u32 | ring_len u64 | cb_len u64
-//!                                   + 4 descriptors: ring (read-only), control block, wake eventfd,
-//!                                     publisher's space eventfd
+//! publisher -> subscriber  WELCOME  magic | version | kind 2 | flags u32 (0) | ring_len u64 | cb_len u64
+//!                                   + 5 descriptors: ring (read-only), control block, private wake
+//!                                     eventfd, shared wake eventfd, publisher's space eventfd
 //! publisher -> subscriber  REFUSE   magic | version | kind 3 | code u16 | text_len u16 | text
 //! ```
 //!
@@ -26,10 +26,7 @@ const HELLO_LEN: usize = 16;
 const WELCOME_LEN: usize = 32;
 const REFUSE_MAX_TEXT: usize = MAX_PACKET - 12;
 /// Descriptors a WELCOME carries.
-pub(crate) const WELCOME_FDS: usize = 4;
-
-/// WELCOME flag: the wake eventfd is shared by all subscribers.
-pub(crate) const FLAG_SHARED_WAKE: u32 = 1;
+pub(crate) const WELCOME_FDS: usize = 5;
 
 /// A malformed control packet.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -198,7 +195,7 @@ impl Reply {
                     return Err(DecodeError::Length(p.len()));
                 }
                 let flags = u32::from_le_bytes([p[8], p[9], p[10], p[11]]);
-                if flags & !FLAG_SHARED_WAKE != 0 {
+                if flags != 0 {
                     return Err(DecodeError::Field("flags"));
                 }
                 Ok(Reply::Welcome {

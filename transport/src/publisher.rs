@@ -61,15 +61,33 @@ impl Admission {
     }
 }
 
-/// How parked subscribers are woken.
+/// How parked subscribers are woken. Every subscriber watches two eventfds, edge-triggered, in
+/// its own epoll instance: its private one and one shared by all subscribers.
+///
+/// Figures behind the default are in `docs/architecture.md` ("Wake strategy").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum WakeMode {
-    /// One eventfd per subscriber: one `write` per parked subscriber per commit.
+    /// One `write` per parked subscriber, to its private eventfd.
     PerSubscriber,
-    /// One eventfd shared by all subscribers, each watching it edge-triggered in its own epoll:
-    /// one `write` per commit however many are parked.
-    #[default]
+    /// One `write` to the shared eventfd however many are parked; every registered subscriber's
+    /// epoll is visited by the kernel, parked or not.
     Shared,
+    /// Per commit: the shared eventfd when at least about a third of the subscribers are parked
+    /// (`3·parked ≥ registered + 2`), else the private ones. One syscall for many sleepers,
+    /// without charging every busy subscriber for a few sleepers.
+    #[default]
+    Hybrid,
+}
+
+impl WakeMode {
+    /// Whether to write the shared eventfd rather than `parked` private ones.
+    fn use_shared(self, parked: usize, registered: usize) -> bool {
+        match self {
+            WakeMode::PerSubscriber => false,
+            WakeMode::Shared => true,
+            WakeMode::Hybrid => 3 * parked >= registered + 2,
+        }
+    }
 }
 
 /// Settings for a [`Publisher`].
@@ -87,7 +105,7 @@ pub struct PublisherBuilder {
 
 impl PublisherBuilder {
     /// Defaults: a 1 MiB ring, messages up to a quarter of it, same-uid admission, no stall
-    /// bound, 2 s handshake timeout, shared wake eventfd.
+    /// bound, 2 s handshake timeout, hybrid wakeups.
     pub fn new(topic: impl Into<String>) -> Self {
         PublisherBuilder {
             topic: topic.into(),
@@ -153,8 +171,8 @@ impl PublisherBuilder {
 
 /// What the writer keeps per subscriber: how to wake it.
 pub(crate) struct Link {
-    /// Its private eventfd, or `None` when the shared one is used.
-    pub(crate) wake: Option<Arc<OwnedFd>>,
+    /// Its private eventfd.
+    pub(crate) wake: Arc<OwnedFd>,
 }
 
 /// State shared by the publisher and its control thread.
@@ -164,8 +182,9 @@ pub(crate) struct Shared {
     pub(crate) ring_ro: OwnedFd,
     /// Signalled by releasing subscribers (and the control thread) while the publisher waits.
     pub(crate) space: OwnedFd,
-    /// The shared wake eventfd, in [`WakeMode::Shared`].
-    pub(crate) shared_wake: Option<Arc<OwnedFd>>,
+    /// The wake eventfd every subscriber watches.
+    pub(crate) shared_wake: OwnedFd,
+    pub(crate) wake_mode: WakeMode,
     pub(crate) admission: Admission,
     pub(crate) handshake_timeout: Duration,
     pub(crate) max_pending: usize,
@@ -180,28 +199,33 @@ impl Shared {
         self.writer.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Signals whom a commit (or close) named, counting each syscall.
+    /// Runs `commit` (a commit or a close), collecting the subscribers it names into `parked`,
+    /// then signals them: one shared write or one write each (see [`WakeMode`]). Counts the
+    /// syscalls. Nothing is done, and nothing allocated, when nobody is named.
     fn wake(
         &self,
         writer: &mut Writer<Link>,
+        parked: &mut Vec<Arc<OwnedFd>>,
         commit: impl FnOnce(&mut Writer<Link>, &mut dyn FnMut(&Link)),
     ) {
-        let mut shared_needed = false;
-        let mut calls = 0;
-        commit(writer, &mut |link: &Link| match &link.wake {
-            Some(fd) => {
+        commit(writer, &mut |link: &Link| parked.push(link.wake.clone()));
+        if parked.is_empty() {
+            return;
+        }
+        let calls = if self
+            .wake_mode
+            .use_shared(parked.len(), writer.subscriber_count())
+        {
+            let _ = sys::eventfd_signal(self.shared_wake.as_fd());
+            1
+        } else {
+            for fd in parked.iter() {
                 let _ = sys::eventfd_signal(fd.as_fd());
-                calls += 1;
             }
-            None => shared_needed = true,
-        });
-        if shared_needed && let Some(fd) = &self.shared_wake {
-            let _ = sys::eventfd_signal(fd.as_fd());
-            calls += 1;
-        }
-        if calls > 0 {
-            self.wake_syscalls.fetch_add(calls, Ordering::Relaxed);
-        }
+            parked.len() as u64
+        };
+        parked.clear();
+        self.wake_syscalls.fetch_add(calls, Ordering::Relaxed);
     }
 }
 
@@ -238,6 +262,8 @@ pub struct Publisher {
     stall_bound: Option<Duration>,
     space_waits: u64,
     max_message: usize,
+    /// Reused list of subscribers a commit must signal.
+    parked: Vec<Arc<OwnedFd>>,
 }
 
 impl std::fmt::Debug for Publisher {
@@ -280,10 +306,8 @@ impl Publisher {
             writer: Mutex::new(writer),
             ring_ro,
             space: sys::eventfd_create(true)?,
-            shared_wake: match b.wake {
-                WakeMode::Shared => Some(Arc::new(sys::eventfd_create(true)?)),
-                WakeMode::PerSubscriber => None,
-            },
+            shared_wake: sys::eventfd_create(true)?,
+            wake_mode: b.wake,
             admission: b.admission,
             handshake_timeout: b.handshake_timeout,
             max_pending: b.max_pending,
@@ -306,6 +330,7 @@ impl Publisher {
             stall_bound: b.stall_bound,
             space_waits: 0,
             max_message: cfg.max_payload(),
+            parked: Vec::new(),
         })
     }
 
@@ -342,6 +367,7 @@ impl Publisher {
         wait: Option<Option<Instant>>,
     ) -> Result<Loan<'_>, LoanError> {
         let shared: &Shared = &self.shared;
+        let parked = &mut self.parked;
         let mut guard = shared.lock();
         let mut stalled_since = Instant::now();
         loop {
@@ -352,6 +378,7 @@ impl Publisher {
                         guard,
                         res: Some(res),
                         shared,
+                        parked,
                         ptr,
                         len,
                     });
@@ -452,14 +479,11 @@ impl Publisher {
 
 /// Demotes `id` and wakes it so a parked subscriber learns of it.
 fn demote(shared: &Shared, writer: &mut Writer<Link>, id: SubscriberId) {
-    if writer.demote(id) {
-        let fd = writer
-            .attachment(id)
-            .and_then(|l| l.wake.clone())
-            .or_else(|| shared.shared_wake.clone());
-        if let Some(fd) = fd {
-            let _ = sys::eventfd_signal(fd.as_fd());
-        }
+    if writer.demote(id)
+        && let Some(link) = writer.attachment(id)
+    {
+        let _ = sys::eventfd_signal(link.wake.as_fd());
+        shared.wake_syscalls.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -467,7 +491,8 @@ impl Drop for Publisher {
     fn drop(&mut self) {
         {
             let mut w = self.shared.lock();
-            self.shared.wake(&mut w, |w, wake| w.close(wake));
+            self.shared
+                .wake(&mut w, &mut self.parked, |w, wake| w.close(wake));
         }
         let _ = sys::eventfd_signal(self.shutdown.as_fd());
         if let Some(control) = self.control.take() {
@@ -494,6 +519,7 @@ pub struct Loan<'a> {
     guard: MutexGuard<'a, Writer<Link>>,
     res: Option<shmcast_core::Reservation>,
     shared: &'a Shared,
+    parked: &'a mut Vec<Arc<OwnedFd>>,
     ptr: *mut u8,
     len: usize,
 }
@@ -502,7 +528,7 @@ impl Loan<'_> {
     /// Publishes the buffer to every subscriber.
     pub fn publish(mut self) {
         if let Some(res) = self.res.take() {
-            self.shared.wake(&mut self.guard, |w, wake| {
+            self.shared.wake(&mut self.guard, self.parked, |w, wake| {
                 w.commit(res, wake);
             });
         }

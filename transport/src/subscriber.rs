@@ -130,7 +130,8 @@ pub struct Subscriber {
     /// The connection; `None` once the publisher hung up.
     sock: Option<OwnedFd>,
     epoll: OwnedFd,
-    _wake: OwnedFd,
+    /// Private and shared wake eventfds (registered in `epoll`, never read).
+    _wake: [OwnedFd; 2],
     space: OwnedFd,
     buf: Vec<u8>,
     spin: u32,
@@ -235,7 +236,7 @@ impl Subscriber {
                 "unexpected sizes: ring {ring_len}, control block {cb_len}"
             )));
         }
-        let [ring_fd, cb_fd, wake, space]: [OwnedFd; handshake::WELCOME_FDS] = fds
+        let [ring_fd, cb_fd, wake, shared_wake, space]: [OwnedFd; handshake::WELCOME_FDS] = fds
             .try_into()
             .map_err(|_| ConnectError::Protocol("descriptor count".into()))?;
 
@@ -259,14 +260,15 @@ impl Subscriber {
         sys::set_nonblocking(space.as_fd(), true)?;
         let epoll = sys::epoll_create()?;
         // Edge-triggered and never read: every write makes one event for each waiter, and the
-        // eventfd may be shared with other subscribers whose events must not be stolen.
+        // shared eventfd's events must not be stolen from the other subscribers.
         sys::epoll_add_edge(epoll.as_fd(), wake.as_fd(), TOKEN_WAKE)?;
+        sys::epoll_add_edge(epoll.as_fd(), shared_wake.as_fd(), TOKEN_WAKE)?;
         sys::epoll_add(epoll.as_fd(), sock.as_fd(), TOKEN_SOCKET)?;
         Ok(Subscriber {
             reader,
             sock: Some(sock),
             epoll,
-            _wake: wake,
+            _wake: [wake, shared_wake],
             space,
             buf: Vec::new(),
             spin: b.spin,

@@ -45,7 +45,7 @@ fn send_receive_in_place_and_typed() {
 
 #[test]
 fn blocking_receive_is_woken() {
-    for wake in [WakeMode::Shared, WakeMode::PerSubscriber] {
+    for wake in [WakeMode::Shared, WakeMode::PerSubscriber, WakeMode::Hybrid] {
         let t = topic(&format!("wake-{wake:?}"));
         let mut publisher = Publisher::builder(&t).wake_mode(wake).bind().unwrap();
         let subs: Vec<_> = (0..3).map(|_| Subscriber::connect(&t).unwrap()).collect();
@@ -199,4 +199,51 @@ fn waits_for_a_publisher_that_appears_later() {
     }
     publisher.send(b"late").unwrap();
     assert_eq!(sub.join().unwrap(), b"late");
+}
+
+/// Waits until `n` subscribers are parked.
+fn until_parked(p: &Publisher, n: usize) {
+    let deadline = std::time::Instant::now() + T;
+    while p.stats().subscribers.iter().filter(|s| s.parked).count() < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "watchdog: subscribers never parked"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn wake_syscalls_per_mode() {
+    // (mode, subscribers, of which parked, expected syscalls for one commit)
+    let cases = [
+        (WakeMode::PerSubscriber, 3, 3, 3),
+        (WakeMode::Shared, 3, 3, 1),
+        (WakeMode::Hybrid, 3, 3, 1),
+        (WakeMode::Hybrid, 4, 1, 1),
+        (WakeMode::Hybrid, 5, 2, 2),
+        (WakeMode::Hybrid, 5, 3, 1),
+    ];
+    for (i, (mode, subs, parked, expected)) in cases.into_iter().enumerate() {
+        let t = topic(&format!("calls-{i}"));
+        let mut publisher = Publisher::builder(&t).wake_mode(mode).bind().unwrap();
+        let mut all: Vec<_> = (0..subs)
+            .map(|_| Subscriber::connect(&t).unwrap())
+            .collect();
+        let sleepers: Vec<_> = all
+            .drain(..parked)
+            .map(|mut s| std::thread::spawn(move || s.recv_timeout(T).map(|m| m.seq()).unwrap()))
+            .collect();
+        until_parked(&publisher, parked);
+        publisher.send(b"x").unwrap();
+        for s in sleepers {
+            assert_eq!(s.join().unwrap(), 0);
+        }
+        assert_eq!(
+            publisher.stats().wake_syscalls,
+            expected,
+            "{mode:?} {subs}/{parked}"
+        );
+        drop(all);
+    }
 }
