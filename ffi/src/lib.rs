@@ -1,1 +1,54 @@
-//! placeholder
+//! The C ABI of shmcast: `libshmcast.so`, `libshmcast.a` and `include/shmcast.h`.
+//!
+//! A C program that knows nothing of Rust publishes and subscribes with the same guarantees as
+//! the Rust API. Every symbol starts with `shmcast_`; publishers and subscribers are opaque
+//! handles; every fallible function returns `0` or a negative `SHMCAST_E*` code, with
+//! [`shmcast_strerror`] for a static description and [`shmcast_last_error_message`] for the
+//! detail of the calling thread's last failure. No panic unwinds into C: each export catches it
+//! and returns [`SHMCAST_EPANIC`]. Null pointers and out-of-range arguments are
+//! [`SHMCAST_EINVAL`], never a crash.
+//!
+//! Zero-copy on both sides needs a borrow that outlives the call that made it: a publisher's
+//! loan and a subscriber's sample stay inside their handle until the caller ends them, and the
+//! handle refuses every other call that would touch the borrowed state ([`SHMCAST_EBUSY`]).
+//!
+//! | module | role |
+//! |---|---|
+//! | `error` | error codes, messages, the thread's last error, the panic barrier |
+//! | `options` | the option structs and their defaults |
+//! | `publisher` | the publisher handle: create, loan, publish, send, statistics |
+//! | `subscriber` | the subscriber handle: connect, receive in place or by copy, descriptor, statistics |
+//!
+//! The header is generated from these sources with cbindgen (`cbindgen.toml`); the test
+//! `header` fails when the checked-in copy is out of date, and `SHMCAST_BLESS=1` rewrites it.
+// The C names (`shmcast_publisher`, `shmcast_sample`, ...) are the ABI.
+#![allow(non_camel_case_types)]
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+#![warn(clippy::missing_safety_doc)]
+
+mod error;
+mod options;
+mod publisher;
+mod subscriber;
+
+pub use error::*;
+pub use options::*;
+pub use publisher::*;
+pub use subscriber::*;
+
+use std::ffi::c_char;
+
+/// The library's version, e.g. `"0.1.0"`.
+///
+/// Returns a static NUL-terminated string; never `NULL`. Never blocks. Thread-safe.
+///
+/// # Safety
+///
+/// None: callable at any time from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn shmcast_version() -> *const c_char {
+    const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+    error::guard_value(c"".as_ptr(), || VERSION.as_ptr().cast())
+}

@@ -1,0 +1,484 @@
+//! The publisher handle.
+//!
+//! # The outstanding loan
+//!
+//! A Rust [`Loan`] borrows its publisher mutably and holds the ring's writer lock. C cannot
+//! express that borrow, so the handle keeps the loan itself: the [`Publisher`] lives in its own
+//! heap allocation that never moves, the loan is created from a `'static` reference to it, and
+//! the handle refuses every call that would touch the publisher ([`SHMCAST_EBUSY`]) until the
+//! loan is published or abandoned. Dropping the handle drops the loan before the publisher.
+//!
+//! While a loan is outstanding new subscribers wait to be admitted (the writer lock is held),
+//! so C callers are told to publish promptly. The lock is a futex on Linux, with no owning
+//! thread: a loan may be finished on another thread than the one that took it.
+
+use crate::error::{Failure, guard, guard_value};
+use crate::options::{
+    SHMCAST_MODE_GATING, SHMCAST_MODE_LOSSY, Wait, publisher_builder, shmcast_publisher_options,
+    topic_arg,
+};
+use shmcast_transport::{Loan, Mode, Publisher};
+use std::ffi::{CString, c_char, c_int, c_void};
+use std::os::unix::ffi::OsStrExt;
+use std::ptr::NonNull;
+
+/// A publisher: the single writer of a topic. Opaque; create with `shmcast_publisher_create`,
+/// free with `shmcast_publisher_destroy`.
+pub struct shmcast_publisher {
+    /// The outstanding loan, borrowing `*publisher`. Declared first: dropped first.
+    loan: Option<Loan<'static>>,
+    /// Owned: from `Box::leak`, freed in `Drop` after `loan`. Never moved, and no reference
+    /// to it is made while `loan` is `Some`.
+    publisher: NonNull<Publisher>,
+    /// The socket path, for `shmcast_publisher_path`.
+    path: CString,
+}
+
+impl shmcast_publisher {
+    /// The publisher, if no loan borrows it.
+    fn idle(&mut self) -> Result<&mut Publisher, Failure> {
+        if self.loan.is_some() {
+            return Err(Failure::busy(
+                "a loan is outstanding: publish or abandon it first",
+            ));
+        }
+        // SAFETY: `publisher` is live until Drop, and with no loan outstanding nothing else
+        // refers to it; `&mut self` makes this the only reference.
+        Ok(unsafe { self.publisher.as_mut() })
+    }
+
+    /// Takes a loan and keeps it in the handle.
+    fn lend(&mut self, len: usize, wait: Wait) -> Result<&mut Loan<'static>, Failure> {
+        self.idle()?;
+        // SAFETY: no loan is outstanding (checked above), so nothing else refers to the
+        // publisher. The `'static` borrow is stored in `self.loan`, which is dropped before the
+        // publisher is freed, and while it exists every other path to the publisher goes through
+        // `idle`, which refuses.
+        let publisher: &'static mut Publisher = unsafe { &mut *self.publisher.as_ptr() };
+        let loan = match wait {
+            Wait::Never => publisher.try_loan(len),
+            Wait::Forever => publisher.loan(len),
+            Wait::For(t) => publisher.loan_timeout(len, t),
+        }?;
+        Ok(self.loan.insert(loan))
+    }
+}
+
+impl Drop for shmcast_publisher {
+    fn drop(&mut self) {
+        // The loan borrows the publisher: end it first.
+        self.loan = None;
+        // SAFETY: `publisher` came from `Box::leak` in `shmcast_publisher_create` and is
+        // freed only here; the loan that borrowed it is gone.
+        drop(unsafe { Box::from_raw(self.publisher.as_ptr()) });
+    }
+}
+
+/// Publisher counters, from `shmcast_publisher_get_stats`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct shmcast_publisher_stats {
+    /// Messages published.
+    pub messages: u64,
+    /// Wake syscalls made (eventfd writes); zero while no subscriber is parked.
+    pub wake_syscalls: u64,
+    /// Times a loan found the ring full.
+    pub full: u64,
+    /// Times the publisher slept waiting for space.
+    pub space_waits: u64,
+    /// Gating subscribers demoted to lossy.
+    pub demotions: u64,
+    /// Subscribers admitted so far.
+    pub admitted: u64,
+    /// Connections refused (policy, protocol, overload, timeout).
+    pub refused: u64,
+    /// Subscribers that left or died.
+    pub departed: u64,
+    /// Subscribers connected now.
+    pub subscribers: u64,
+    /// The largest message this publisher accepts, in bytes.
+    pub max_message: u64,
+}
+
+/// One connected subscriber as its publisher sees it, from `shmcast_publisher_subscribers`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct shmcast_subscriber_info {
+    /// The publisher's identifier for the subscriber (unique while the publisher lives).
+    pub id: u64,
+    /// Its current mode: `SHMCAST_MODE_GATING` or `SHMCAST_MODE_LOSSY` (a demoted subscriber
+    /// is lossy).
+    pub mode: i32,
+    /// Whether it is parked, waiting for a wakeup.
+    pub parked: bool,
+    /// Ring position it has released up to.
+    pub cursor: u64,
+    /// Bytes published that it has not released.
+    pub lag_bytes: u64,
+    /// Messages published that it has not consumed.
+    pub lag_messages: u64,
+    /// Messages it reports having received.
+    pub received: u64,
+    /// Messages it reports having missed.
+    pub lagged: u64,
+}
+
+/// The handle behind a `pub` argument.
+///
+/// # Safety
+///
+/// `ptr` is null or a live handle from `shmcast_publisher_create`, not used by another thread
+/// during the call.
+unsafe fn handle<'a>(ptr: *mut shmcast_publisher) -> Result<&'a mut shmcast_publisher, Failure> {
+    // SAFETY: the caller promises null or a live handle used by this thread only.
+    unsafe { ptr.as_mut() }.ok_or_else(|| Failure::null("pub"))
+}
+
+/// Creates the publisher of `topic` and starts serving it.
+///
+/// `topic` is a name (1 to 100 of `A-Z a-z 0-9 . _ -`, not starting with `.`) resolved under
+/// `$XDG_RUNTIME_DIR/shmcast/` (or `/tmp/shmcast-$UID/`), or a socket path if it contains a `/`.
+/// `opts` may be `NULL` for the defaults. On success `*out` receives a new handle, owned by the
+/// caller until `shmcast_publisher_destroy`; on failure `*out` is set to `NULL`. The library
+/// starts one background thread per publisher to admit subscribers.
+///
+/// Errors: `SHMCAST_EINVAL` (null `topic`/`out`, bad or uninitialised options),
+/// `SHMCAST_ETOPIC`, `SHMCAST_EINUSE` (another live publisher serves the topic; a stale socket
+/// of a dead one is replaced), `SHMCAST_ECONFIG` (bad capacity/max_message), `SHMCAST_EIO`.
+/// Blocks only briefly (creating the ring, probing an existing socket). Thread-safe.
+///
+/// # Safety
+///
+/// `topic` is `NULL` or a NUL-terminated string; `opts` is `NULL` or points to an initialised
+/// `shmcast_publisher_options` (whose `admit_uids` holds `admit_uid_count` entries);
+/// `out` is `NULL` or points to writable storage for one pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_publisher_create(
+    topic: *const c_char,
+    opts: *const shmcast_publisher_options,
+    out: *mut *mut shmcast_publisher,
+) -> c_int {
+    guard(|| {
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        // SAFETY: `out` is non-null and writable (caller's promise).
+        unsafe { out.write(std::ptr::null_mut()) };
+        // SAFETY: the caller promises null or a NUL-terminated string.
+        let topic = unsafe { topic_arg(topic) }?;
+        // SAFETY: the caller promises null or a valid options struct.
+        let opts = unsafe { opts.as_ref() };
+        // SAFETY: the caller promises `admit_uids` holds `admit_uid_count` entries.
+        let builder = unsafe { publisher_builder(topic, opts) }?;
+        let publisher = builder.bind()?;
+        let path = CString::new(publisher.path().as_os_str().as_bytes())
+            .map_err(|_| Failure::invalid("socket path contains a NUL byte"))?;
+        let handle = Box::new(shmcast_publisher {
+            loan: None,
+            publisher: NonNull::from(Box::leak(Box::new(publisher))),
+            path,
+        });
+        // SAFETY: as above.
+        unsafe { out.write(Box::into_raw(handle)) };
+        Ok(())
+    })
+}
+
+/// Stops publishing and frees the handle.
+///
+/// An outstanding loan is abandoned. Subscribers receive every message already published, then
+/// `SHMCAST_EDISCONNECTED`. The socket file is removed and the background thread joined (this
+/// may wait briefly for it). `NULL` is ignored. After this call `pub` and any loaned buffer are
+/// invalid.
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `pub` is `NULL` or a handle from `shmcast_publisher_create` that has not been destroyed and
+/// that no other thread is using.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_publisher_destroy(r#pub: *mut shmcast_publisher) {
+    guard(|| {
+        if !r#pub.is_null() {
+            // SAFETY: the caller hands back a handle from `Box::into_raw` in
+            // `shmcast_publisher_create`, for the last time.
+            drop(unsafe { Box::from_raw(r#pub) });
+        }
+        Ok(())
+    });
+}
+
+/// The socket path subscribers connect to (the topic resolved to a path).
+///
+/// Returns a NUL-terminated string owned by the handle, valid until `shmcast_publisher_destroy`,
+/// or `NULL` if `pub` is `NULL`. Never blocks. Callable while a loan is outstanding.
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `pub` is `NULL` or a live handle from `shmcast_publisher_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_publisher_path(r#pub: *const shmcast_publisher) -> *const c_char {
+    guard_value(std::ptr::null(), || {
+        // SAFETY: the caller promises null or a live handle not in use by another thread.
+        match unsafe { r#pub.as_ref() } {
+            Some(h) => h.path.as_ptr(),
+            None => std::ptr::null(),
+        }
+    })
+}
+
+/// Lends a writable buffer of `len` bytes inside the ring, to be filled in place and then
+/// published with `shmcast_publisher_publish` (or dropped with `shmcast_publisher_abandon`).
+///
+/// On success `*data` points to the buffer (16-byte aligned; for `len == 0` a valid but
+/// unusable pointer), which belongs to the caller until publish/abandon/destroy. Only one loan
+/// may be outstanding per publisher; while it is, every other call on the handle except
+/// publish, abandon, path and destroy returns `SHMCAST_EBUSY`, and new subscribers wait to be
+/// admitted, so publish promptly. On failure `*data` is set to `NULL`.
+///
+/// Blocking: `timeout_ms == -1` waits while gating subscribers hold the space (up to the stall
+/// bound, if configured, after which the slowest is demoted and the loan proceeds); `0` never
+/// waits (`SHMCAST_EAGAIN` if the ring is full); a positive value waits at most that long
+/// (`SHMCAST_ETIMEDOUT`).
+///
+/// Errors: `SHMCAST_EINVAL` (null `pub`/`data`, `timeout_ms < -1`), `SHMCAST_EBUSY`,
+/// `SHMCAST_ETOOLARGE` (`len` above the maximum message size), `SHMCAST_EAGAIN`,
+/// `SHMCAST_ETIMEDOUT`, `SHMCAST_EIO`.
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `pub` is `NULL` or a live handle from `shmcast_publisher_create`, not in use by another
+/// thread; `data` is `NULL` or points to writable storage for one pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_publisher_loan(
+    r#pub: *mut shmcast_publisher,
+    len: usize,
+    timeout_ms: c_int,
+    data: *mut *mut c_void,
+) -> c_int {
+    guard(|| {
+        if data.is_null() {
+            return Err(Failure::null("data"));
+        }
+        // SAFETY: `data` is non-null and writable (caller's promise).
+        unsafe { data.write(std::ptr::null_mut()) };
+        // SAFETY: the caller promises null or a live handle used by this thread only.
+        let h = unsafe { handle(r#pub) }?;
+        let wait = Wait::from_ms(timeout_ms)?;
+        let loan = h.lend(len, wait)?;
+        // SAFETY: as above.
+        unsafe { data.write(loan.as_mut_ptr().cast()) };
+        Ok(())
+    })
+}
+
+/// Publishes the outstanding loan to every subscriber and ends it.
+///
+/// The buffer from `shmcast_publisher_loan` must not be touched afterwards. Parked subscribers
+/// are woken (one eventfd write in the default wake mode, none if nobody is parked). Never
+/// blocks.
+///
+/// Errors: `SHMCAST_EINVAL` (null `pub`, or no loan is outstanding).
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `pub` is `NULL` or a live handle from `shmcast_publisher_create`, not in use by another
+/// thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_publisher_publish(r#pub: *mut shmcast_publisher) -> c_int {
+    guard(|| {
+        // SAFETY: the caller promises null or a live handle used by this thread only.
+        let h = unsafe { handle(r#pub) }?;
+        let loan = h
+            .loan
+            .take()
+            .ok_or_else(|| Failure::invalid("no loan is outstanding"))?;
+        loan.publish();
+        Ok(())
+    })
+}
+
+/// Drops the outstanding loan without publishing it (subscribers never see it).
+///
+/// The buffer must not be touched afterwards. Never blocks.
+///
+/// Errors: `SHMCAST_EINVAL` (null `pub`, or no loan is outstanding).
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `pub` is `NULL` or a live handle from `shmcast_publisher_create`, not in use by another
+/// thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_publisher_abandon(r#pub: *mut shmcast_publisher) -> c_int {
+    guard(|| {
+        // SAFETY: the caller promises null or a live handle used by this thread only.
+        let h = unsafe { handle(r#pub) }?;
+        let loan = h
+            .loan
+            .take()
+            .ok_or_else(|| Failure::invalid("no loan is outstanding"))?;
+        loan.abandon();
+        Ok(())
+    })
+}
+
+/// Copies `len` bytes from `data` into the ring and publishes them: a loan, a copy and a
+/// publish in one call.
+///
+/// `data` may be `NULL` when `len` is 0. Waits for space as `shmcast_publisher_loan` does,
+/// according to `timeout_ms` (-1 without limit, 0 never, else at most that many milliseconds).
+///
+/// Errors: `SHMCAST_EINVAL` (null `pub`, or null `data` with `len > 0`, `timeout_ms < -1`),
+/// `SHMCAST_EBUSY` (a loan is outstanding), `SHMCAST_ETOOLARGE`, `SHMCAST_EAGAIN`,
+/// `SHMCAST_ETIMEDOUT`, `SHMCAST_EIO`.
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `pub` is `NULL` or a live handle from `shmcast_publisher_create`, not in use by another
+/// thread; `data` is `NULL` or points to `len` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_publisher_send(
+    r#pub: *mut shmcast_publisher,
+    data: *const c_void,
+    len: usize,
+    timeout_ms: c_int,
+) -> c_int {
+    guard(|| {
+        // SAFETY: the caller promises null or a live handle used by this thread only.
+        let h = unsafe { handle(r#pub) }?;
+        let payload: &[u8] = if len == 0 {
+            &[]
+        } else if data.is_null() {
+            return Err(Failure::null("data"));
+        } else {
+            // SAFETY: non-null, and the caller promises `len` readable bytes; they are not in
+            // the ring (the caller has no loan, checked by `lend`), so they do not overlap the
+            // buffer we write.
+            unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
+        };
+        let wait = Wait::from_ms(timeout_ms)?;
+        h.lend(len, wait)?.copy_from_slice(payload);
+        let loan = h.loan.take();
+        if let Some(loan) = loan {
+            loan.publish();
+        }
+        Ok(())
+    })
+}
+
+/// Stores a snapshot of the publisher's counters in `*out`.
+///
+/// Briefly takes the ring's writer lock; never waits otherwise.
+///
+/// Errors: `SHMCAST_EINVAL` (null argument), `SHMCAST_EBUSY` (a loan is outstanding).
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `pub` is `NULL` or a live handle from `shmcast_publisher_create`, not in use by another
+/// thread; `out` is `NULL` or points to writable storage for one `shmcast_publisher_stats`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_publisher_get_stats(
+    r#pub: *mut shmcast_publisher,
+    out: *mut shmcast_publisher_stats,
+) -> c_int {
+    guard(|| {
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        // SAFETY: the caller promises null or a live handle used by this thread only.
+        let p = unsafe { handle(r#pub) }?.idle()?;
+        let s = p.stats();
+        let stats = shmcast_publisher_stats {
+            messages: s.messages,
+            wake_syscalls: s.wake_syscalls,
+            full: s.full,
+            space_waits: s.space_waits,
+            demotions: s.demotions,
+            admitted: s.admitted,
+            refused: s.refused,
+            departed: s.departed,
+            subscribers: s.subscribers.len() as u64,
+            max_message: p.max_message() as u64,
+        };
+        // SAFETY: `out` is non-null and writable (caller's promise).
+        unsafe { out.write(stats) };
+        Ok(())
+    })
+}
+
+/// Describes the connected subscribers: stores up to `cap` entries in `out` and the number of
+/// subscribers in `*count` (which may exceed `cap`: call again with a larger array to see all).
+///
+/// `out` may be `NULL` when `cap` is 0, to learn the count. Briefly takes the ring's writer
+/// lock; never waits otherwise.
+///
+/// Errors: `SHMCAST_EINVAL` (null `pub`/`count`, null `out` with `cap > 0`), `SHMCAST_EBUSY`
+/// (a loan is outstanding).
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `pub` is `NULL` or a live handle from `shmcast_publisher_create`, not in use by another
+/// thread; `out` is `NULL` or points to `cap` writable `shmcast_subscriber_info`; `count` is
+/// `NULL` or points to a writable `size_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_publisher_subscribers(
+    r#pub: *mut shmcast_publisher,
+    out: *mut shmcast_subscriber_info,
+    cap: usize,
+    count: *mut usize,
+) -> c_int {
+    guard(|| {
+        if count.is_null() {
+            return Err(Failure::null("count"));
+        }
+        if out.is_null() && cap > 0 {
+            return Err(Failure::null("out"));
+        }
+        // SAFETY: the caller promises null or a live handle used by this thread only.
+        let p = unsafe { handle(r#pub) }?.idle()?;
+        let subscribers = p.stats().subscribers;
+        for (i, s) in subscribers.iter().take(cap).enumerate() {
+            let info = shmcast_subscriber_info {
+                id: s.id.0,
+                mode: match s.mode {
+                    Mode::Gating => SHMCAST_MODE_GATING,
+                    Mode::Lossy => SHMCAST_MODE_LOSSY,
+                },
+                parked: s.parked,
+                cursor: s.cursor,
+                lag_bytes: s.lag_bytes,
+                lag_messages: s.lag_messages,
+                received: s.received,
+                lagged: s.lagged,
+            };
+            // SAFETY: `i < cap`, and the caller promises `cap` writable entries at `out`.
+            unsafe { out.add(i).write(info) };
+        }
+        // SAFETY: `count` is non-null and writable (caller's promise).
+        unsafe { count.write(subscribers.len()) };
+        Ok(())
+    })
+}

@@ -1,0 +1,435 @@
+//! The subscriber handle and its samples.
+//!
+//! # The held sample
+//!
+//! A Rust [`Sample`] borrows its subscriber mutably (a gating one is a view of the ring that
+//! the publisher may not overwrite until it is released). The handle keeps the sample itself:
+//! the [`Subscriber`] lives in its own heap allocation that never moves, the sample is created
+//! from a `'static` reference to it, and until the sample is released the handle makes no other
+//! reference to the subscriber (a second receive or the statistics return [`SHMCAST_EBUSY`];
+//! the descriptor is cached at connect time). Dropping the handle drops the sample before the
+//! subscriber.
+//!
+//! A message that did not fit the caller's buffer in a copy-out receive stays held, not lent,
+//! and is handed out by the next receive of either kind.
+
+use crate::error::{Failure, SHMCAST_EINVAL, SHMCAST_EMSGSIZE, guard};
+use crate::options::{Wait, shmcast_subscriber_options, subscriber_builder, topic_arg};
+use shmcast_transport::{Sample, Subscriber};
+use std::ffi::{c_char, c_int, c_void};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::ptr::NonNull;
+
+/// A subscription to a topic. Opaque; create with `shmcast_subscriber_connect`, free with
+/// `shmcast_subscriber_destroy`.
+pub struct shmcast_subscriber {
+    /// The held sample, borrowing `*subscriber`. Declared first: dropped first.
+    sample: Option<Sample<'static>>,
+    /// Whether `sample` has been handed to the caller (and not yet released).
+    lent: bool,
+    /// Owned: from `Box::leak`, freed in `Drop` after `sample`. Never moved, and no
+    /// reference to it is made while `sample` is `Some`.
+    subscriber: NonNull<Subscriber>,
+    /// The subscriber's readiness descriptor, cached so that reading it needs no reference to
+    /// the subscriber.
+    fd: RawFd,
+}
+
+impl shmcast_subscriber {
+    /// The subscriber, if no sample borrows it.
+    fn idle(&mut self) -> Result<&mut Subscriber, Failure> {
+        if self.sample.is_some() {
+            return Err(Failure::busy(
+                "a sample is held: release it (or receive the message kept after SHMCAST_EMSGSIZE) first",
+            ));
+        }
+        // SAFETY: `subscriber` is live until Drop, and with no sample held nothing else refers
+        // to it; `&mut self` makes this the only reference.
+        Ok(unsafe { self.subscriber.as_mut() })
+    }
+
+    /// The held message if one is kept, else the next one received, now held in the handle.
+    fn fetch(&mut self, wait: Wait) -> Result<&Sample<'static>, Failure> {
+        if self.lent {
+            return Err(Failure::busy(
+                "a sample is outstanding: call shmcast_sample_release first",
+            ));
+        }
+        let sample = match self.sample.take() {
+            Some(kept) => kept,
+            None => {
+                self.idle()?;
+                // SAFETY: no sample is held (checked above), so nothing else refers to the
+                // subscriber. The `'static` borrow goes into `self.sample`, which is dropped
+                // before the subscriber is freed, and while it exists every other path to the
+                // subscriber goes through `idle`, which refuses.
+                let subscriber: &'static mut Subscriber = unsafe { &mut *self.subscriber.as_ptr() };
+                match wait {
+                    Wait::Never => subscriber.try_recv(),
+                    Wait::Forever => subscriber.recv(),
+                    Wait::For(t) => subscriber.recv_timeout(t),
+                }?
+            }
+        };
+        Ok(self.sample.insert(sample))
+    }
+}
+
+impl Drop for shmcast_subscriber {
+    fn drop(&mut self) {
+        // The sample borrows the subscriber: release it first.
+        self.sample = None;
+        // SAFETY: `subscriber` came from `Box::leak` in `shmcast_subscriber_connect` and is
+        // freed only here; the sample that borrowed it is gone.
+        drop(unsafe { Box::from_raw(self.subscriber.as_ptr()) });
+    }
+}
+
+/// A received message, from `shmcast_subscriber_recv`; valid until `shmcast_sample_release`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct shmcast_sample {
+    /// The payload: `len` readable bytes, 16-byte aligned, read-only. For a gating subscriber
+    /// it is the ring itself (zero-copy; the publisher will not overwrite it until released),
+    /// for a lossy one a validated copy.
+    pub data: *const c_void,
+    /// Payload length in bytes (may be 0).
+    pub len: usize,
+    /// The message's sequence number (0 for the publisher's first message).
+    pub seq: u64,
+    /// The subscriber holding the sample; set by the receive, cleared by the release. Do not
+    /// change.
+    pub owner: *mut shmcast_subscriber,
+}
+
+impl shmcast_sample {
+    const EMPTY: shmcast_sample = shmcast_sample {
+        data: std::ptr::null(),
+        len: 0,
+        seq: 0,
+        owner: std::ptr::null_mut(),
+    };
+}
+
+/// Subscriber counters, from `shmcast_subscriber_get_stats`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct shmcast_subscriber_stats {
+    /// Messages received.
+    pub received: u64,
+    /// Messages missed (the sum of every lag reported).
+    pub lagged: u64,
+    /// `SHMCAST_ELAGGED` reports.
+    pub lag_events: u64,
+    /// Times a receive blocked waiting for a wakeup.
+    pub parks: u64,
+    /// Whether the publisher still gates on this subscriber (false for lossy and demoted ones).
+    pub gating: bool,
+}
+
+/// The handle behind a `sub` argument.
+///
+/// # Safety
+///
+/// `ptr` is null or a live handle from `shmcast_subscriber_connect`, not used by another
+/// thread during the call.
+unsafe fn handle<'a>(ptr: *mut shmcast_subscriber) -> Result<&'a mut shmcast_subscriber, Failure> {
+    // SAFETY: the caller promises null or a live handle used by this thread only.
+    unsafe { ptr.as_mut() }.ok_or_else(|| Failure::null("sub"))
+}
+
+/// Connects to the publisher of `topic` (a name or a socket path, as for
+/// `shmcast_publisher_create`).
+///
+/// `opts` may be `NULL` for the defaults (gating, newest, fail at once if there is no
+/// publisher). On success `*out` receives a new handle, owned by the caller until
+/// `shmcast_subscriber_destroy`; on failure `*out` is set to `NULL`.
+///
+/// Blocks up to `connect_timeout_ms` waiting for a publisher to appear, then up to
+/// `handshake_timeout_ms` for its answer.
+///
+/// Errors: `SHMCAST_EINVAL` (null `topic`/`out`, bad or uninitialised options), `SHMCAST_ETOPIC`,
+/// `SHMCAST_ENOPUBLISHER`, `SHMCAST_EREFUSED`, `SHMCAST_ETIMEDOUT` (handshake),
+/// `SHMCAST_EPROTOCOL`, `SHMCAST_EIO`. Thread-safe.
+///
+/// # Safety
+///
+/// `topic` is `NULL` or a NUL-terminated string; `opts` is `NULL` or points to an initialised
+/// `shmcast_subscriber_options`; `out` is `NULL` or points to writable storage for one pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_subscriber_connect(
+    topic: *const c_char,
+    opts: *const shmcast_subscriber_options,
+    out: *mut *mut shmcast_subscriber,
+) -> c_int {
+    guard(|| {
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        // SAFETY: `out` is non-null and writable (caller's promise).
+        unsafe { out.write(std::ptr::null_mut()) };
+        // SAFETY: the caller promises null or a NUL-terminated string.
+        let topic = unsafe { topic_arg(topic) }?;
+        // SAFETY: the caller promises null or a valid options struct.
+        let opts = unsafe { opts.as_ref() };
+        let subscriber = subscriber_builder(topic, opts)?.connect()?;
+        let fd = subscriber.as_fd().as_raw_fd();
+        let handle = Box::new(shmcast_subscriber {
+            sample: None,
+            lent: false,
+            subscriber: NonNull::from(Box::leak(Box::new(subscriber))),
+            fd,
+        });
+        // SAFETY: as above.
+        unsafe { out.write(Box::into_raw(handle)) };
+        Ok(())
+    })
+}
+
+/// Disconnects and frees the handle.
+///
+/// A held sample is released; its `data` becomes invalid, as does the descriptor from
+/// `shmcast_subscriber_fd` (remove it from your poll set first). `NULL` is ignored. Never
+/// blocks.
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `sub` is `NULL` or a handle from `shmcast_subscriber_connect` that has not been destroyed and
+/// that no other thread is using.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_subscriber_destroy(sub: *mut shmcast_subscriber) {
+    guard(|| {
+        if !sub.is_null() {
+            // SAFETY: the caller hands back a handle from `Box::into_raw` in
+            // `shmcast_subscriber_connect`, for the last time.
+            drop(unsafe { Box::from_raw(sub) });
+        }
+        Ok(())
+    });
+}
+
+/// Receives the next message in place: `*out` describes it until `shmcast_sample_release`.
+///
+/// Only one sample may be held per subscriber: release it before the next receive
+/// (`SHMCAST_EBUSY` otherwise). A gating subscriber holds the publisher back while it holds a
+/// sample, so release promptly. On failure `*out` is cleared (`data == NULL`, `owner == NULL`).
+///
+/// Blocking: `timeout_ms == -1` waits until a message arrives or the stream ends; `0` never
+/// waits (`SHMCAST_EAGAIN`, and then the descriptor from `shmcast_subscriber_fd` becomes
+/// readable when a message may be waiting); a positive value waits at most that long
+/// (`SHMCAST_ETIMEDOUT`).
+///
+/// Errors: `SHMCAST_EINVAL` (null argument, `timeout_ms < -1`), `SHMCAST_EBUSY`,
+/// `SHMCAST_EAGAIN`, `SHMCAST_ETIMEDOUT`, `SHMCAST_ELAGGED` (lossy: messages were overwritten
+/// before they were read; the count is in `shmcast_last_lagged_count()`; receive again to go
+/// on), `SHMCAST_EDEMOTED` (once, when a stalled gating subscriber became lossy),
+/// `SHMCAST_EDISCONNECTED` (the publisher is gone and every message was received; final),
+/// `SHMCAST_EEVICTED`, `SHMCAST_ECORRUPT`, `SHMCAST_EIO`.
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `sub` is `NULL` or a live handle from `shmcast_subscriber_connect`, not in use by another
+/// thread; `out` is `NULL` or points to a writable `shmcast_sample`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_subscriber_recv(
+    sub: *mut shmcast_subscriber,
+    timeout_ms: c_int,
+    out: *mut shmcast_sample,
+) -> c_int {
+    guard(|| {
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        // SAFETY: `out` is non-null and writable (caller's promise).
+        unsafe { out.write(shmcast_sample::EMPTY) };
+        // SAFETY: the caller promises null or a live handle used by this thread only.
+        let h = unsafe { handle(sub) }?;
+        let wait = Wait::from_ms(timeout_ms)?;
+        let sample = h.fetch(wait)?;
+        let described = shmcast_sample {
+            data: sample.as_ptr().cast(),
+            len: sample.len(),
+            seq: sample.seq(),
+            owner: sub,
+        };
+        h.lent = true;
+        // SAFETY: as above.
+        unsafe { out.write(described) };
+        Ok(())
+    })
+}
+
+/// Releases a sample from `shmcast_subscriber_recv`: its `data` must not be read afterwards,
+/// and for a gating subscriber the publisher may reuse the space.
+///
+/// Clears `*sample`. Releasing a cleared sample (`owner == NULL`) does nothing and returns 0.
+/// Never blocks (it may make one eventfd write to wake a publisher waiting for space).
+///
+/// Errors: `SHMCAST_EINVAL` (null `sample`, or it is not the sample its subscriber holds, e.g.
+/// a copy of one already released).
+///
+/// Threads: callable from any thread, but not concurrently with another call on the sample's
+/// subscriber.
+///
+/// # Safety
+///
+/// `sample` is `NULL` or points to a `shmcast_sample` filled by `shmcast_subscriber_recv` (or
+/// cleared), whose `owner` subscriber has not been destroyed and is not in use by another
+/// thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_sample_release(sample: *mut shmcast_sample) -> c_int {
+    guard(|| {
+        // SAFETY: the caller promises null or a valid, writable sample.
+        let s = unsafe { sample.as_mut() }.ok_or_else(|| Failure::null("sample"))?;
+        if s.owner.is_null() {
+            return Ok(());
+        }
+        // SAFETY: the caller promises the owner is a live handle used by this thread only.
+        let h = unsafe { handle(s.owner) }?;
+        let matches = h.lent
+            && h.sample
+                .as_ref()
+                .is_some_and(|held| held.seq() == s.seq && held.as_ptr().cast() == s.data);
+        if !matches {
+            return Err(Failure::invalid(
+                "this sample is not the one its subscriber holds (already released?)",
+            ));
+        }
+        h.lent = false;
+        h.sample = None;
+        *s = shmcast_sample::EMPTY;
+        Ok(())
+    })
+}
+
+/// Receives the next message by copying it into `buf` (the natural path for a lossy
+/// subscriber, and for callers that keep messages). No sample is held afterwards.
+///
+/// On success the message is copied to `buf`, its length stored in `*len` and its sequence
+/// number in `*seq` (if `seq` is not `NULL`). If it is longer than `cap`, nothing is copied,
+/// `*len` (and `*seq`) receive its length (and sequence number), `SHMCAST_EMSGSIZE` is returned,
+/// and the message is kept: the next receive (of either kind) returns it. `buf` may be `NULL`
+/// when `cap` is 0.
+///
+/// Blocking and the other errors are those of `shmcast_subscriber_recv`; `SHMCAST_EBUSY` means
+/// a sample from `shmcast_subscriber_recv` is outstanding.
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `sub` is `NULL` or a live handle from `shmcast_subscriber_connect`, not in use by another
+/// thread; `buf` is `NULL` or points to `cap` writable bytes; `len` is `NULL` or points to a
+/// writable `size_t`; `seq` is `NULL` or points to a writable `uint64_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_subscriber_recv_copy(
+    sub: *mut shmcast_subscriber,
+    timeout_ms: c_int,
+    buf: *mut c_void,
+    cap: usize,
+    len: *mut usize,
+    seq: *mut u64,
+) -> c_int {
+    guard(|| {
+        if len.is_null() {
+            return Err(Failure::null("len"));
+        }
+        if buf.is_null() && cap > 0 {
+            return Err(Failure::null("buf"));
+        }
+        // SAFETY: the caller promises null or a live handle used by this thread only.
+        let h = unsafe { handle(sub) }?;
+        let wait = Wait::from_ms(timeout_ms)?;
+        let sample = h.fetch(wait)?;
+        let n = sample.len();
+        // SAFETY: `len` is non-null and writable (caller's promise).
+        unsafe { len.write(n) };
+        if !seq.is_null() {
+            // SAFETY: non-null, and the caller promises a writable `uint64_t`.
+            unsafe { seq.write(sample.seq()) };
+        }
+        if n > cap {
+            return Err(Failure::new(
+                SHMCAST_EMSGSIZE,
+                format_args!("message of {n} bytes does not fit a buffer of {cap}; it is kept"),
+            ));
+        }
+        if n > 0 {
+            // SAFETY: `n <= cap`, `buf` is non-null (n > 0 implies cap > 0, checked above) and
+            // the caller promises `cap` writable bytes; the caller's buffer cannot overlap the
+            // sample, which is in the read-only ring or the subscriber's private copy.
+            unsafe { std::ptr::copy_nonoverlapping(sample.as_ptr(), buf.cast::<u8>(), n) };
+        }
+        h.sample = None;
+        Ok(())
+    })
+}
+
+/// The subscriber's readiness descriptor, for `poll`, `select` or epoll.
+///
+/// Returns a descriptor (>= 0) owned by the subscriber, or `SHMCAST_EINVAL` if `sub` is `NULL`.
+/// It is armed by a receive with `timeout_ms == 0` that returned `SHMCAST_EAGAIN`: from then
+/// on it becomes readable (`POLLIN`) when a message may be waiting or the publisher went away.
+/// It is level-triggered: after it polls readable, receive with `timeout_ms == 0` until
+/// `SHMCAST_EAGAIN` (readiness may be spurious). Do not read, write or close it; it closes
+/// with `shmcast_subscriber_destroy`. Never blocks; callable while a sample is held.
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `sub` is `NULL` or a live handle from `shmcast_subscriber_connect`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_subscriber_fd(sub: *const shmcast_subscriber) -> c_int {
+    let mut fd = SHMCAST_EINVAL as c_int;
+    let code = guard(|| {
+        // SAFETY: the caller promises null or a live handle; only the cached `fd` is read.
+        let h = unsafe { sub.as_ref() }.ok_or_else(|| Failure::null("sub"))?;
+        fd = h.fd;
+        Ok(())
+    });
+    if code == 0 { fd } else { code }
+}
+
+/// Stores the subscriber's counters in `*out`. Never blocks.
+///
+/// Errors: `SHMCAST_EINVAL` (null argument), `SHMCAST_EBUSY` (a sample is held).
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `sub` is `NULL` or a live handle from `shmcast_subscriber_connect`, not in use by another
+/// thread; `out` is `NULL` or points to a writable `shmcast_subscriber_stats`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_subscriber_get_stats(
+    sub: *mut shmcast_subscriber,
+    out: *mut shmcast_subscriber_stats,
+) -> c_int {
+    guard(|| {
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        // SAFETY: the caller promises null or a live handle used by this thread only.
+        let s = unsafe { handle(sub) }?.idle()?.stats();
+        let stats = shmcast_subscriber_stats {
+            received: s.received,
+            lagged: s.lagged,
+            lag_events: s.lag_events,
+            parks: s.parks,
+            gating: s.gating,
+        };
+        // SAFETY: `out` is non-null and writable (caller's promise).
+        unsafe { out.write(stats) };
+        Ok(())
+    })
+}

@@ -1,0 +1,348 @@
+/* Error paths, in one process: null arguments, bad options, missing and busy topics, the
+ * one-loan and one-sample rules, buffers too small, a full ring, hostile clients on the
+ * topic socket, and the end of the stream. The default SIGPIPE disposition is kept: a SIGPIPE
+ * raised by the library would kill this program.
+ *
+ * usage: errors TOPIC_PREFIX */
+#include "common.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static int checks = 0;
+
+#define EXPECT(call, code)                                                                        \
+    do {                                                                                          \
+        int expect_rc_ = (call);                                                                  \
+        checks++;                                                                                 \
+        if (expect_rc_ != (code)) {                                                               \
+            fprintf(stderr, "%s:%d: %s returned %d (%s: %s), expected %s\n", __FILE__,           \
+                    __LINE__, #call, expect_rc_, shmcast_strerror(expect_rc_),                    \
+                    shmcast_last_error_message(), #code);                                         \
+            exit(3);                                                                              \
+        }                                                                                         \
+    } while (0)
+
+#define EXPECT_TRUE(cond)                                                                         \
+    do {                                                                                          \
+        checks++;                                                                                 \
+        if (!(cond)) {                                                                            \
+            FAIL("expected %s", #cond);                                                           \
+        }                                                                                         \
+    } while (0)
+
+static char topic_buf[256];
+
+static const char *topic(const char *prefix, const char *name) {
+    snprintf(topic_buf, sizeof topic_buf, "%s-%s", prefix, name);
+    return topic_buf;
+}
+
+static void codes_and_messages(void) {
+    int code;
+    const char *unknown = shmcast_strerror(12345);
+    EXPECT_TRUE(strcmp(unknown, "unknown shmcast error code") == 0);
+    EXPECT_TRUE(strcmp(shmcast_strerror(SHMCAST_OK), "success") == 0);
+    for (code = SHMCAST_EPANIC; code < SHMCAST_OK; code++) {
+        const char *text = shmcast_strerror(code);
+        EXPECT_TRUE(text != NULL && text[0] != '\0' && strcmp(text, unknown) != 0);
+    }
+    EXPECT_TRUE(shmcast_last_error_message() != NULL);
+    EXPECT_TRUE(shmcast_version() != NULL && shmcast_version()[0] != '\0');
+    EXPECT_TRUE(shmcast_last_lagged_count() == 0);
+}
+
+static void bad_arguments(const char *prefix) {
+    shmcast_publisher_options popts;
+    shmcast_subscriber_options sopts;
+    shmcast_publisher *pub = (shmcast_publisher *)&popts; /* must be overwritten with NULL */
+    shmcast_subscriber *sub = (shmcast_subscriber *)&sopts;
+    shmcast_sample sample;
+    shmcast_publisher_stats pstats;
+    shmcast_subscriber_stats sstats;
+    size_t len, count;
+    uint32_t uid = 0;
+    void *data;
+
+    EXPECT(shmcast_publisher_options_init(NULL), SHMCAST_EINVAL);
+    EXPECT(shmcast_subscriber_options_init(NULL), SHMCAST_EINVAL);
+    EXPECT_TRUE(strstr(shmcast_last_error_message(), "opts") != NULL);
+
+    EXPECT(shmcast_publisher_create(NULL, NULL, &pub), SHMCAST_EINVAL);
+    EXPECT_TRUE(pub == NULL);
+    EXPECT(shmcast_publisher_create(topic(prefix, "x"), NULL, NULL), SHMCAST_EINVAL);
+    memset(&popts, 0, sizeof popts);
+    EXPECT(shmcast_publisher_create(topic(prefix, "x"), &popts, &pub), SHMCAST_EINVAL);
+    EXPECT_TRUE(strstr(shmcast_last_error_message(), "initialised") != NULL);
+    shmcast_publisher_options_init(&popts);
+    popts.reserved[3] = 1;
+    EXPECT(shmcast_publisher_create(topic(prefix, "x"), &popts, &pub), SHMCAST_EINVAL);
+    shmcast_publisher_options_init(&popts);
+    popts.capacity = 1000;
+    EXPECT(shmcast_publisher_create(topic(prefix, "x"), &popts, &pub), SHMCAST_ECONFIG);
+    shmcast_publisher_options_init(&popts);
+    popts.max_message = popts.capacity;
+    EXPECT(shmcast_publisher_create(topic(prefix, "x"), &popts, &pub), SHMCAST_ECONFIG);
+    shmcast_publisher_options_init(&popts);
+    popts.admission = 7;
+    EXPECT(shmcast_publisher_create(topic(prefix, "x"), &popts, &pub), SHMCAST_EINVAL);
+    shmcast_publisher_options_init(&popts);
+    popts.admission = SHMCAST_ADMIT_UIDS;
+    popts.admit_uid_count = 1;
+    EXPECT(shmcast_publisher_create(topic(prefix, "x"), &popts, &pub), SHMCAST_EINVAL);
+    popts.admit_uids = &uid;
+    popts.stall_bound_ms = -5;
+    EXPECT(shmcast_publisher_create(topic(prefix, "x"), &popts, &pub), SHMCAST_EINVAL);
+    shmcast_publisher_options_init(&popts);
+    popts.wake_mode = 9;
+    EXPECT(shmcast_publisher_create(topic(prefix, "x"), &popts, &pub), SHMCAST_EINVAL);
+    EXPECT(shmcast_publisher_create("bad name!", NULL, &pub), SHMCAST_ETOPIC);
+    EXPECT(shmcast_publisher_create(".hidden", NULL, &pub), SHMCAST_ETOPIC);
+    EXPECT(shmcast_publisher_create("\xff\xfe", NULL, &pub), SHMCAST_ETOPIC);
+    EXPECT_TRUE(pub == NULL);
+
+    EXPECT(shmcast_subscriber_connect(NULL, NULL, &sub), SHMCAST_EINVAL);
+    EXPECT_TRUE(sub == NULL);
+    EXPECT(shmcast_subscriber_connect(topic(prefix, "x"), NULL, NULL), SHMCAST_EINVAL);
+    memset(&sopts, 0, sizeof sopts);
+    EXPECT(shmcast_subscriber_connect(topic(prefix, "x"), &sopts, &sub), SHMCAST_EINVAL);
+    shmcast_subscriber_options_init(&sopts);
+    sopts.mode = 5;
+    EXPECT(shmcast_subscriber_connect(topic(prefix, "x"), &sopts, &sub), SHMCAST_EINVAL);
+    shmcast_subscriber_options_init(&sopts);
+    sopts.start = -3;
+    EXPECT(shmcast_subscriber_connect(topic(prefix, "x"), &sopts, &sub), SHMCAST_EINVAL);
+    shmcast_subscriber_options_init(&sopts);
+    sopts.connect_timeout_ms = -2;
+    EXPECT(shmcast_subscriber_connect(topic(prefix, "x"), &sopts, &sub), SHMCAST_EINVAL);
+    EXPECT(shmcast_subscriber_connect("bad name!", NULL, &sub), SHMCAST_ETOPIC);
+
+    /* Null handles everywhere. */
+    EXPECT(shmcast_publisher_loan(NULL, 1, 0, &data), SHMCAST_EINVAL);
+    EXPECT(shmcast_publisher_publish(NULL), SHMCAST_EINVAL);
+    EXPECT(shmcast_publisher_abandon(NULL), SHMCAST_EINVAL);
+    EXPECT(shmcast_publisher_send(NULL, "x", 1, 0), SHMCAST_EINVAL);
+    EXPECT(shmcast_publisher_get_stats(NULL, &pstats), SHMCAST_EINVAL);
+    EXPECT(shmcast_publisher_subscribers(NULL, NULL, 0, &count), SHMCAST_EINVAL);
+    EXPECT_TRUE(shmcast_publisher_path(NULL) == NULL);
+    EXPECT(shmcast_subscriber_recv(NULL, 0, &sample), SHMCAST_EINVAL);
+    EXPECT_TRUE(sample.data == NULL && sample.owner == NULL);
+    EXPECT(shmcast_subscriber_recv_copy(NULL, 0, NULL, 0, &len, NULL), SHMCAST_EINVAL);
+    EXPECT(shmcast_sample_release(NULL), SHMCAST_EINVAL);
+    EXPECT(shmcast_subscriber_fd(NULL), SHMCAST_EINVAL);
+    EXPECT(shmcast_subscriber_get_stats(NULL, &sstats), SHMCAST_EINVAL);
+    shmcast_publisher_destroy(NULL);
+    shmcast_subscriber_destroy(NULL);
+    /* A cleared sample releases as a no-op. */
+    memset(&sample, 0, sizeof sample);
+    EXPECT(shmcast_sample_release(&sample), SHMCAST_OK);
+}
+
+static void missing_publisher(const char *prefix) {
+    shmcast_subscriber_options opts;
+    shmcast_subscriber *sub = NULL;
+    shmcast_subscriber_options_init(&opts);
+    EXPECT(shmcast_subscriber_connect(topic(prefix, "nobody"), &opts, &sub), SHMCAST_ENOPUBLISHER);
+    opts.connect_timeout_ms = 300;
+    EXPECT(shmcast_subscriber_connect(topic(prefix, "nobody"), &opts, &sub), SHMCAST_ENOPUBLISHER);
+    EXPECT_TRUE(sub == NULL);
+    EXPECT_TRUE(strstr(shmcast_last_error_message(), "no publisher") != NULL);
+}
+
+/* Clients that connect to the topic socket and misbehave. */
+static void hostile_clients(const char *path) {
+    int i;
+    for (i = 0; i < 20; i++) {
+        struct sockaddr_un addr;
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+        EXPECT_TRUE(fd >= 0);
+        memset(&addr, 0, sizeof addr);
+        addr.sun_family = AF_UNIX;
+        strncpy(addr.sun_path, path, sizeof addr.sun_path - 1);
+        EXPECT_TRUE(connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0);
+        if (i % 2 == 0) {
+            /* Garbage, then gone before the refusal can be sent. */
+            EXPECT_TRUE(send(fd, "garbage!garbage!", 16, 0) == 16);
+        }
+        close(fd);
+    }
+}
+
+static void one_loan_one_sample(const char *prefix) {
+    shmcast_publisher_options popts;
+    shmcast_publisher *pub = NULL, *second = NULL;
+    shmcast_subscriber *sub = NULL;
+    shmcast_publisher_stats pstats;
+    shmcast_subscriber_stats sstats;
+    shmcast_subscriber_info infos[2];
+    shmcast_sample sample, stale;
+    uint8_t buf[200];
+    size_t len = 0, count = 0;
+    uint64_t seq = 0, first_seq;
+    void *data = NULL;
+    const char *path;
+    int rc, sent;
+
+    shmcast_publisher_options_init(&popts);
+    popts.capacity = 4096;
+    popts.max_message = 1024;
+    CHECK_OK(shmcast_publisher_create(topic(prefix, "main"), &popts, &pub));
+    EXPECT(shmcast_publisher_create(topic(prefix, "main"), &popts, &second), SHMCAST_EINUSE);
+    EXPECT_TRUE(second == NULL);
+    path = shmcast_publisher_path(pub);
+    EXPECT_TRUE(path != NULL && strstr(path, "main") != NULL);
+
+    CHECK_OK(shmcast_subscriber_connect(topic(prefix, "main"), NULL, &sub));
+    EXPECT_TRUE(shmcast_subscriber_fd(sub) >= 0);
+    EXPECT(shmcast_subscriber_recv(sub, 0, NULL), SHMCAST_EINVAL);
+    EXPECT(shmcast_subscriber_recv(sub, -2, &sample), SHMCAST_EINVAL);
+    EXPECT(shmcast_subscriber_recv(sub, 0, &sample), SHMCAST_EAGAIN);
+    EXPECT(shmcast_subscriber_recv(sub, 20, &sample), SHMCAST_ETIMEDOUT);
+    EXPECT(shmcast_subscriber_recv_copy(sub, 0, buf, sizeof buf, NULL, NULL), SHMCAST_EINVAL);
+    EXPECT(shmcast_subscriber_recv_copy(sub, 0, NULL, 5, &len, NULL), SHMCAST_EINVAL);
+    EXPECT(shmcast_subscriber_get_stats(sub, NULL), SHMCAST_EINVAL);
+
+    /* Loans: too large, bad arguments, one at a time. */
+    EXPECT(shmcast_publisher_loan(pub, 2000, 0, &data), SHMCAST_ETOOLARGE);
+    EXPECT_TRUE(data == NULL);
+    EXPECT_TRUE(strstr(shmcast_last_error_message(), "exceeds") != NULL);
+    EXPECT(shmcast_publisher_loan(pub, 10, 0, NULL), SHMCAST_EINVAL);
+    EXPECT(shmcast_publisher_loan(pub, 10, -7, &data), SHMCAST_EINVAL);
+    EXPECT(shmcast_publisher_publish(pub), SHMCAST_EINVAL);
+    EXPECT(shmcast_publisher_abandon(pub), SHMCAST_EINVAL);
+    CHECK_OK(shmcast_publisher_loan(pub, 16, 0, &data));
+    EXPECT_TRUE(data != NULL);
+    EXPECT(shmcast_publisher_loan(pub, 16, 0, &data), SHMCAST_EBUSY);
+    EXPECT(shmcast_publisher_send(pub, "x", 1, 0), SHMCAST_EBUSY);
+    EXPECT(shmcast_publisher_get_stats(pub, &pstats), SHMCAST_EBUSY);
+    EXPECT(shmcast_publisher_subscribers(pub, NULL, 0, &count), SHMCAST_EBUSY);
+    EXPECT_TRUE(shmcast_publisher_path(pub) == path);
+    CHECK_OK(shmcast_publisher_abandon(pub));
+    EXPECT(shmcast_publisher_abandon(pub), SHMCAST_EINVAL);
+    CHECK_OK(shmcast_publisher_loan(pub, 16, 0, &data));
+    memcpy(data, "0123456789abcdef", 16);
+    CHECK_OK(shmcast_publisher_publish(pub));
+    EXPECT(shmcast_publisher_publish(pub), SHMCAST_EINVAL);
+    EXPECT(shmcast_publisher_send(pub, NULL, 5, 0), SHMCAST_EINVAL);
+    CHECK_OK(shmcast_publisher_send(pub, NULL, 0, 0));
+
+    /* One sample at a time. */
+    CHECK_OK(shmcast_subscriber_recv(sub, 1000, &sample));
+    EXPECT_TRUE(sample.len == 16 && memcmp(sample.data, "0123456789abcdef", 16) == 0);
+    EXPECT_TRUE(sample.owner == sub && ((uintptr_t)sample.data) % 16 == 0);
+    first_seq = sample.seq;
+    stale = sample;
+    EXPECT(shmcast_subscriber_recv(sub, 0, &stale), SHMCAST_EBUSY);
+    stale = sample;
+    EXPECT(shmcast_subscriber_recv_copy(sub, 0, buf, sizeof buf, &len, &seq), SHMCAST_EBUSY);
+    EXPECT(shmcast_subscriber_get_stats(sub, &sstats), SHMCAST_EBUSY);
+    EXPECT_TRUE(shmcast_subscriber_fd(sub) >= 0);
+    CHECK_OK(shmcast_sample_release(&sample));
+    EXPECT_TRUE(sample.owner == NULL && sample.data == NULL);
+    EXPECT(shmcast_sample_release(&sample), SHMCAST_OK);
+    EXPECT(shmcast_sample_release(&stale), SHMCAST_EINVAL);
+
+    /* The empty message, copied out with no buffer at all. */
+    CHECK_OK(shmcast_subscriber_recv_copy(sub, 1000, NULL, 0, &len, &seq));
+    EXPECT_TRUE(len == 0 && seq == first_seq + 1);
+
+    /* A buffer too small keeps the message for the next receive of either kind. */
+    memset(buf, 'a', 100);
+    CHECK_OK(shmcast_publisher_send(pub, buf, 100, 0));
+    EXPECT(shmcast_subscriber_recv_copy(sub, 1000, buf, 10, &len, &seq), SHMCAST_EMSGSIZE);
+    EXPECT_TRUE(len == 100 && seq == first_seq + 2);
+    EXPECT(shmcast_subscriber_recv_copy(sub, 0, NULL, 0, &len, NULL), SHMCAST_EMSGSIZE);
+    CHECK_OK(shmcast_subscriber_recv_copy(sub, 0, buf, sizeof buf, &len, &seq));
+    EXPECT_TRUE(len == 100 && seq == first_seq + 2 && buf[99] == 'a');
+    CHECK_OK(shmcast_publisher_send(pub, buf, 50, 0));
+    EXPECT(shmcast_subscriber_recv_copy(sub, 1000, buf, 10, &len, &seq), SHMCAST_EMSGSIZE);
+    CHECK_OK(shmcast_subscriber_recv(sub, 0, &sample));
+    EXPECT_TRUE(sample.len == 50 && sample.seq == first_seq + 3);
+    CHECK_OK(shmcast_sample_release(&sample));
+
+    /* Statistics. */
+    CHECK_OK(shmcast_subscriber_get_stats(sub, &sstats));
+    EXPECT_TRUE(sstats.received == 4 && sstats.gating && sstats.lagged == 0);
+    EXPECT(shmcast_publisher_get_stats(pub, NULL), SHMCAST_EINVAL);
+    CHECK_OK(shmcast_publisher_get_stats(pub, &pstats));
+    EXPECT_TRUE(pstats.messages == 4 && pstats.subscribers == 1 && pstats.max_message == 1024);
+    EXPECT(shmcast_publisher_subscribers(pub, NULL, 1, &count), SHMCAST_EINVAL);
+    EXPECT(shmcast_publisher_subscribers(pub, infos, 2, NULL), SHMCAST_EINVAL);
+    CHECK_OK(shmcast_publisher_subscribers(pub, NULL, 0, &count));
+    EXPECT_TRUE(count == 1);
+    CHECK_OK(shmcast_publisher_subscribers(pub, infos, 2, &count));
+    EXPECT_TRUE(count == 1 && infos[0].mode == SHMCAST_MODE_GATING && infos[0].lag_messages == 0);
+
+    /* A gating subscriber that does not read fills the ring. */
+    sent = 0;
+    for (;;) {
+        rc = shmcast_publisher_send(pub, buf, 200, 0);
+        if (rc == SHMCAST_EAGAIN) {
+            break;
+        }
+        CHECK_OK(rc);
+        sent++;
+        EXPECT_TRUE(sent < 100);
+    }
+    EXPECT_TRUE(sent > 5);
+    EXPECT(shmcast_publisher_send(pub, buf, 200, 30), SHMCAST_ETIMEDOUT);
+    EXPECT(shmcast_publisher_loan(pub, 200, 0, &data), SHMCAST_EAGAIN);
+    CHECK_OK(shmcast_publisher_get_stats(pub, &pstats));
+    EXPECT_TRUE(pstats.full >= 2);
+
+    /* Misbehaving clients are turned away; the publisher and its subscriber go on. */
+    hostile_clients(path);
+
+    /* Drain, then the end of the stream once the publisher is gone: a loan left outstanding
+     * is abandoned by destroy and never seen. */
+    CHECK_OK(shmcast_subscriber_recv(sub, 1000, &sample));
+    CHECK_OK(shmcast_sample_release(&sample));
+    CHECK_OK(shmcast_publisher_loan(pub, 8, 1000, &data));
+    shmcast_publisher_destroy(pub);
+    for (;;) {
+        rc = shmcast_subscriber_recv(sub, 5000, &sample);
+        if (rc != SHMCAST_OK) {
+            break;
+        }
+        EXPECT_TRUE(sample.len == 200);
+        CHECK_OK(shmcast_sample_release(&sample));
+        sent--;
+    }
+    EXPECT(rc, SHMCAST_EDISCONNECTED);
+    EXPECT_TRUE(sent == 1); /* all but the one released before destroy */
+    EXPECT(shmcast_subscriber_recv(sub, -1, &sample), SHMCAST_EDISCONNECTED);
+    EXPECT(shmcast_subscriber_recv_copy(sub, 0, buf, sizeof buf, &len, &seq),
+           SHMCAST_EDISCONNECTED);
+    shmcast_subscriber_destroy(sub);
+}
+
+/* Destroying handles that still hold a loan or a sample frees everything (valgrind checks). */
+static void destroy_while_busy(const char *prefix) {
+    shmcast_publisher *pub = NULL;
+    shmcast_subscriber *sub = NULL;
+    shmcast_sample sample;
+    void *data = NULL;
+
+    CHECK_OK(shmcast_publisher_create(topic(prefix, "busy"), NULL, &pub));
+    CHECK_OK(shmcast_subscriber_connect(topic(prefix, "busy"), NULL, &sub));
+    CHECK_OK(shmcast_publisher_send(pub, "hello", 5, -1));
+    CHECK_OK(shmcast_subscriber_recv(sub, -1, &sample));
+    EXPECT_TRUE(sample.len == 5 && memcmp(sample.data, "hello", 5) == 0);
+    CHECK_OK(shmcast_publisher_loan(pub, 64, -1, &data));
+    shmcast_subscriber_destroy(sub);
+    shmcast_publisher_destroy(pub);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        FAIL("usage: errors TOPIC_PREFIX");
+    }
+    codes_and_messages();
+    bad_arguments(argv[1]);
+    missing_publisher(argv[1]);
+    one_loan_one_sample(argv[1]);
+    destroy_while_busy(argv[1]);
+    printf("errors: %d checks passed\n", checks);
+    return 0;
+}

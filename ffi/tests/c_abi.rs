@@ -1,0 +1,342 @@
+//! The C ABI from C: the programs in `tests/c/` are compiled with `-std=c99 -Wall -Wextra
+//! -Werror -pedantic` against the library cargo just built and run as separate processes under
+//! a watchdog, talking to each other and to the Rust API. Every scenario runs twice: natively,
+//! and under valgrind memcheck (any memory error or definite leak fails it), which is skipped
+//! with a message when valgrind is not installed.
+
+mod support;
+
+use shmcast_transport::{Publisher, RecvError, Subscriber};
+use support::{
+    Link, Runner, checksum_add, checksum_start, compile, expected_checksum, gen_len, gen_message,
+};
+
+/// Messages per stream: enough to wrap the 64 KiB test rings many times.
+const COUNT: u64 = 3000;
+
+/// A C publisher and two C subscribers (one in place, one mixing in-place and copy-out
+/// receives), all in separate processes.
+fn c_publisher_two_c_subscribers(r: Runner) {
+    let topic = r.topic("c2c");
+    let count = COUNT.to_string();
+    let sub = compile("sub", Link::Shared);
+    let mut a = r.spawn(&sub, &[&topic, &count]);
+    let mut b = r.spawn(&sub, &[&topic, &count, "--mixed"]);
+    let publisher = r.spawn(&compile("pub", Link::Shared), &[&topic, &count, "2"]);
+    a.expect_line("connected");
+    b.expect_line("connected");
+    let sent = publisher.wait();
+    sent.assert_success();
+    let want = expected_checksum(COUNT);
+    assert_eq!(sent.value("sent", "checksum"), want, "publisher checksum");
+    for sub in [a.wait(), b.wait()] {
+        sub.assert_success();
+        assert_eq!(sub.value("received", "count"), COUNT, "{}", sub.name);
+        assert_eq!(sub.value("received", "checksum"), want, "{}", sub.name);
+        assert_eq!(sub.value("received", "lagged"), 0, "{}", sub.name);
+    }
+}
+
+/// A Rust publisher and a C subscriber receiving by copy.
+fn rust_publisher_c_subscriber(r: Runner) {
+    let topic = r.topic("r2c");
+    let mut publisher = Publisher::builder(&topic).capacity(1 << 16).bind().unwrap();
+    let count = COUNT.to_string();
+    let mut sub = r.spawn(&compile("sub", Link::Shared), &[&topic, &count, "--copy"]);
+    sub.wait_for("the C subscriber connecting", || {
+        publisher.subscriber_count() == 1
+    });
+    for seq in 0..COUNT {
+        publisher.send(&gen_message(seq)).unwrap();
+    }
+    drop(publisher);
+    let got = sub.wait();
+    got.assert_success();
+    assert_eq!(got.value("received", "count"), COUNT);
+    assert_eq!(got.value("received", "checksum"), expected_checksum(COUNT));
+}
+
+/// A C publisher (waking through the shared eventfd) and a Rust subscriber.
+fn c_publisher_rust_subscriber(r: Runner) {
+    let topic = r.topic("c2r");
+    let count = COUNT.to_string();
+    let publisher = r.spawn(
+        &compile("pub", Link::Shared),
+        &[&topic, &count, "1", "65536", "shared"],
+    );
+    let mut sub = Subscriber::builder(&topic)
+        .connect_timeout(r.limit())
+        .connect()
+        .unwrap();
+    let mut checksum = checksum_start();
+    let mut next = 0;
+    loop {
+        match sub.recv_timeout(r.limit()) {
+            Ok(m) => {
+                assert_eq!(m.seq(), next);
+                assert_eq!(m.len(), gen_len(next));
+                assert!(*m == *gen_message(next), "message {next} differs");
+                checksum = checksum_add(checksum, m.seq(), &m);
+                next += 1;
+            }
+            Err(RecvError::Disconnected) => break,
+            Err(e) => panic!("receive failed after {next} messages: {e}"),
+        }
+    }
+    assert_eq!(next, COUNT);
+    let sent = publisher.wait();
+    sent.assert_success();
+    assert_eq!(sent.value("sent", "checksum"), checksum);
+    assert_eq!(checksum, expected_checksum(COUNT));
+}
+
+/// One C program serves three subscribers from one `poll()` loop. Each burst is sent only
+/// once all three have parked (announced that they wait), so every burst must reach the
+/// program through its descriptors.
+fn poll_loop_three_subscribers(r: Runner) {
+    const BURST: u64 = 50;
+    let topics: Vec<String> = (0..3).map(|i| r.topic(&format!("poll{i}"))).collect();
+    let mut publishers: Vec<Publisher> = topics
+        .iter()
+        .map(|t| Publisher::builder(t).capacity(1 << 16).bind().unwrap())
+        .collect();
+    let count = 12 * BURST;
+    let prog = compile("poll3", Link::Shared);
+    let count_arg = count.to_string();
+    let mut sub = r.spawn(&prog, &[&topics[0], &topics[1], &topics[2], &count_arg]);
+    sub.wait_for("the C program connecting", || {
+        publishers.iter().all(|p| p.subscriber_count() == 1)
+    });
+    for burst in 0..count / BURST {
+        sub.wait_for("all three subscribers parking", || {
+            publishers
+                .iter()
+                .all(|p| p.stats().subscribers.iter().all(|s| s.parked))
+        });
+        for seq in burst * BURST..(burst + 1) * BURST {
+            for p in &mut publishers {
+                p.send(&gen_message(seq)).unwrap();
+            }
+        }
+    }
+    drop(publishers);
+    let got = sub.wait();
+    got.assert_success();
+    let want = expected_checksum(count);
+    for i in 0..3 {
+        let line = format!("sub{i}");
+        assert_eq!(got.value(&line, "count"), count);
+        assert_eq!(got.value(&line, "checksum"), want);
+    }
+    assert!(
+        got.value("polls", "count") >= count / BURST,
+        "every burst must have been waited for with poll()"
+    );
+}
+
+/// Null arguments, bad options, a missing topic with a connect timeout, busy handles, small
+/// buffers, a full ring, hostile clients, and the end of the stream, in one C program.
+fn error_paths(r: Runner) {
+    let prefix = r.topic("err");
+    let got = r.spawn(&compile("errors", Link::Shared), &[&prefix]).wait();
+    got.assert_success();
+    assert!(got.stdout.contains("checks passed"), "{}", got.stdout);
+}
+
+/// The C subscriber starts reading only after the C publisher (waking each subscriber
+/// through its own eventfd) exited: it drains everything,
+/// then gets `SHMCAST_EDISCONNECTED`.
+fn drain_after_publisher_exit(r: Runner) {
+    let topic = r.topic("drain");
+    let count = "40"; // fits the 64 KiB ring, so the gated publisher never waits
+    let mut sub = r.spawn(
+        &compile("sub", Link::Shared),
+        &[&topic, count, "--wait-stdin"],
+    );
+    let publisher = r.spawn(
+        &compile("pub", Link::Shared),
+        &[&topic, count, "1", "65536", "per-subscriber"],
+    );
+    sub.expect_line("connected");
+    publisher.wait().assert_success();
+    sub.send_line("go");
+    let got = sub.wait();
+    got.assert_success();
+    assert_eq!(got.value("received", "count"), 40);
+    assert_eq!(got.value("received", "checksum"), expected_checksum(40));
+}
+
+/// A lossy C subscriber that falls behind is told exactly how many messages it missed.
+fn lossy_subscriber_lag_count(r: Runner) {
+    let topic = r.topic("lossy");
+    let mut publisher = Publisher::builder(&topic).capacity(4096).bind().unwrap();
+    let total = 2000u64;
+    let total_arg = total.to_string();
+    let mut sub = r.spawn(
+        &compile("sub", Link::Shared),
+        &[&topic, &total_arg, "--lossy", "--mixed", "--wait-stdin"],
+    );
+    sub.expect_line("connected");
+    sub.wait_for("the C subscriber connecting", || {
+        publisher.subscriber_count() == 1
+    });
+    for seq in 0..total {
+        publisher.send(&gen_message(seq)).unwrap();
+    }
+    drop(publisher);
+    sub.send_line("go");
+    let got = sub.wait();
+    got.assert_success();
+    let (received, lagged) = (
+        got.value("received", "count"),
+        got.value("received", "lagged"),
+    );
+    assert!(lagged > 0, "a 4 KiB ring cannot hold {total} messages");
+    assert!(received > 0, "the newest messages are still in the ring");
+    assert_eq!(received + lagged, total);
+    assert!(got.value("received", "lag_events") >= 1);
+}
+
+/// The static library links into a C program with the system libraries the header names.
+fn static_library(r: Runner) {
+    let prefix = r.topic("static");
+    let got = r.spawn(&compile("errors", Link::Static), &[&prefix]).wait();
+    got.assert_success();
+}
+
+macro_rules! scenarios {
+    ($($name:ident),* $(,)?) => {
+        mod native {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(super::Runner { valgrind: false });
+                }
+            )*
+        }
+
+        mod valgrind {
+            $(
+                #[test]
+                fn $name() {
+                    if !super::support::valgrind_available() {
+                        eprintln!(
+                            "SKIPPED: valgrind is not installed; the C tests ran natively only \
+                             (install valgrind to check them with memcheck)"
+                        );
+                        return;
+                    }
+                    super::$name(super::Runner { valgrind: true });
+                }
+            )*
+        }
+    };
+}
+
+scenarios!(
+    c_publisher_two_c_subscribers,
+    rust_publisher_c_subscriber,
+    c_publisher_rust_subscriber,
+    poll_loop_three_subscribers,
+    error_paths,
+    drain_after_publisher_exit,
+    lossy_subscriber_lag_count,
+    static_library,
+);
+
+/// `shmcast.pc.in`, filled in for the build tree, gives pkg-config flags that build and link a
+/// C program.
+#[test]
+fn pkg_config_file() {
+    use std::process::Command;
+    if Command::new("pkg-config")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: pkg-config is not installed");
+        return;
+    }
+    let dir = support::out_dir().join("pkgconfig");
+    std::fs::create_dir_all(&dir).unwrap();
+    let template = std::fs::read_to_string(support::manifest_dir().join("shmcast.pc.in")).unwrap();
+    let pc = template
+        .replace("@PREFIX@", "/nonexistent")
+        .replace("@LIBDIR@", &support::lib_dir().display().to_string())
+        .replace(
+            "@INCLUDEDIR@",
+            &support::include_dir().display().to_string(),
+        )
+        .replace("@VERSION@", env!("CARGO_PKG_VERSION"));
+    std::fs::write(dir.join("shmcast.pc"), pc).unwrap();
+    let flags = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "shmcast"])
+        .env("PKG_CONFIG_PATH", &dir)
+        .output()
+        .unwrap();
+    assert!(
+        flags.status.success(),
+        "pkg-config: {}",
+        String::from_utf8_lossy(&flags.stderr)
+    );
+    let flags = String::from_utf8(flags.stdout).unwrap();
+    let exe = dir.join("errors-pc");
+    let mut cmd = Command::new("cc");
+    cmd.args(support::C_FLAGS)
+        .arg("-D_POSIX_C_SOURCE=200809L")
+        .arg(support::manifest_dir().join("tests/c/errors.c"))
+        .arg("-o")
+        .arg(&exe)
+        .args(flags.split_whitespace());
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "cc with pkg-config flags {flags:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = Runner { valgrind: false }
+        .spawn(&exe, &[&format!("ffi-{}-pc", std::process::id())])
+        .wait();
+    got.assert_success();
+}
+
+/// The examples build with their Makefile against the fresh library and talk to each other.
+#[test]
+fn examples_build_and_run() {
+    use std::process::Command;
+    if Command::new("make").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: make is not installed");
+        return;
+    }
+    let out = support::out_dir().join("examples");
+    std::fs::create_dir_all(&out).unwrap();
+    let made = Command::new("make")
+        .arg("-C")
+        .arg(support::manifest_dir().join("examples"))
+        .arg(format!("SHMCAST_LIB_DIR={}", support::lib_dir().display()))
+        .arg(format!("OUT={}", out.display()))
+        .arg("-B")
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "make failed:\n{}{}",
+        String::from_utf8_lossy(&made.stdout),
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let r = Runner { valgrind: false };
+    let topic = r.topic("example");
+    let mut sub = r.spawn(&out.join("subscriber"), &[&topic]);
+    let publisher = r.spawn(&out.join("publisher"), &[&topic, "5", "1"]);
+    let published = publisher.wait();
+    published.assert_success();
+    assert!(
+        published
+            .stdout
+            .contains("published 5 messages to 1 subscribers")
+    );
+    sub.expect_line("#0: tick 0");
+    sub.expect_line("#4: tick 4");
+    sub.expect_line("publisher gone");
+    sub.wait().assert_success();
+}
