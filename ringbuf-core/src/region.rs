@@ -195,16 +195,18 @@ mod real {
             }
         }
 
-        /// Writes `src` at `off` with plain stores.
-        ///
-        /// # Safety
-        /// The caller owns `[off, off + src.len())`: no gating reader may read it until a later
-        /// release store publishes it. Lossy readers may copy it racily and validate afterwards.
-        pub(crate) unsafe fn write_bytes(&self, off: usize, src: &[u8]) {
-            self.check(off, src.len(), 1);
-            // SAFETY: in bounds (checked); exclusive by the caller's contract.
-            unsafe {
-                core::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr().add(off), src.len())
+        /// Writes `src` at `off` with word-sized atomic stores, zero-filling the last word, so
+        /// that a lossy reader copying the same bytes concurrently (even in this process) races
+        /// with nothing but atomics. `off` must be 8-aligned and the rounded-up range in bounds.
+        pub(crate) fn write_words(&self, off: usize, src: &[u8]) {
+            let words = src.len().div_ceil(8);
+            self.check(off, words * 8, 8);
+            for (i, chunk) in src.chunks(8).enumerate() {
+                let mut bytes = [0u8; 8];
+                bytes[..chunk.len()].copy_from_slice(chunk);
+                // SAFETY: word `i` lies inside the range checked above and is 8-aligned.
+                let word = unsafe { &*self.ptr.as_ptr().add(off + i * 8).cast::<AtomicU64>() };
+                word.store(u64::from_ne_bytes(bytes), Ordering::Relaxed);
             }
         }
 
@@ -222,7 +224,7 @@ mod real {
         /// An exclusive view of `[off, off + len)`.
         ///
         /// # Safety
-        /// The caller owns the range for the slice's life (see [`write_bytes`](Self::write_bytes))
+        /// The caller owns the range for the slice's life (a writer's reservation)
         /// and creates no other reference to it meanwhile.
         #[allow(clippy::mut_from_ref)]
         pub(crate) unsafe fn slice_mut(&self, off: usize, len: usize) -> &mut [u8] {

@@ -375,13 +375,19 @@ impl<A> Writer<A> {
             .wrapping_add(frame::payload_off(res.pos, self.mask))
     }
 
-    /// Copies `src` into the reservation's payload (at most `res.len()` bytes).
+    /// Copies `src` into the reservation's payload (at most `res.len()` bytes), with word-sized
+    /// atomic stores: a lossy reader of this process copying the same bytes races only with
+    /// atomics. (A caller writing through [`payload_mut`](Self::payload_mut) instead uses plain
+    /// stores; lossy readers in other processes are outside this process's memory model.)
     pub fn write_payload(&self, res: &Reservation, src: &[u8]) {
         let n = src.len().min(res.len as usize);
+        let off = frame::payload_off(res.pos, self.mask);
+        #[cfg(not(shmcast_loom))]
+        self.ring.write_words(off, &src[..n]);
         // SAFETY: the reservation's bytes belong to the writer until commit (see payload_mut).
+        #[cfg(shmcast_loom)]
         unsafe {
-            self.ring
-                .write_bytes(frame::payload_off(res.pos, self.mask), &src[..n])
+            self.ring.write_bytes(off, &src[..n])
         }
     }
 

@@ -97,6 +97,11 @@ pub mod __test_support {
         }
     }
 
+    /// Connects to `path` and says nothing.
+    pub fn raw_connect(path: &Path) -> std::io::Result<OwnedFd> {
+        sys::seqpacket_connect(path, Some(std::time::Duration::from_secs(5)))
+    }
+
     /// Sends raw bytes (and optionally descriptors) on a new connection to `path` and returns
     /// the publisher's reply text, if any.
     pub fn raw_send(

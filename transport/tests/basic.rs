@@ -247,3 +247,40 @@ fn wake_syscalls_per_mode() {
         drop(all);
     }
 }
+
+#[test]
+fn silent_and_garbage_clients_do_not_delay_others() {
+    use shmcast::__test_support::{raw_connect, raw_send};
+    let t = topic("silent");
+    let mut publisher = Publisher::builder(&t)
+        .handshake_timeout(Duration::from_millis(200))
+        .bind()
+        .unwrap();
+    let path = publisher.path().to_owned();
+    let silent: Vec<_> = (0..20).map(|_| raw_connect(&path).unwrap()).collect();
+    let garbage = raw_send(&path, b"definitely not a hello", &[]).unwrap();
+    assert!(garbage.unwrap().contains("not a shmcast packet"));
+    let mut wrong_version = b"SHMC\x09\x00\x01\x00\x01\x00\0\0\0\0\0\0".to_vec();
+    let reply = raw_send(&path, &wrong_version, &[]).unwrap().unwrap();
+    assert!(reply.contains("protocol version 9"), "{reply}");
+    wrong_version[4] = 1;
+    let fd = raw_connect(&path).unwrap(); // a descriptor sent to the publisher is refused
+    let reply = raw_send(&path, &wrong_version, &[std::os::fd::AsFd::as_fd(&fd)])
+        .unwrap()
+        .unwrap();
+    assert!(reply.contains("descriptors"), "{reply}");
+    // A real subscriber is admitted at once, while the silent clients wait for their timeout.
+    let mut sub = Subscriber::connect(&t).unwrap();
+    publisher.send(b"still serving").unwrap();
+    assert_eq!(&*sub.recv_timeout(T).unwrap(), b"still serving");
+    let deadline = std::time::Instant::now() + T;
+    while publisher.stats().refused < 23 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "watchdog: silent clients never dropped"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(silent);
+    assert_eq!(publisher.subscriber_count(), 1);
+}
