@@ -4,7 +4,7 @@
 //! (this same program with the argument `subscriber`) and sends it a stream of `Reading`s. The
 //! subscriber views each message in place as a `Reading` and checks it.
 //!
-//! Run the halves separately with `pubsub publisher` and `pubsub subscriber`.
+//! Run the halves separately with `pubsub publisher` and `pubsub subscriber [--spin]`.
 
 use shmcast::{Publisher, RecvError, Subscriber};
 use std::time::{Duration, Instant};
@@ -24,7 +24,7 @@ const COUNT: u64 = 100_000;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     match std::env::args().nth(1).as_deref() {
-        Some("subscriber") => subscriber(),
+        Some("subscriber") => subscriber(std::env::args().nth(2).as_deref() == Some("--spin")),
         Some("publisher") => publisher(false),
         _ => publisher(true),
     }
@@ -81,9 +81,12 @@ fn publisher(spawn_subscriber: bool) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn subscriber() -> Result<(), Box<dyn std::error::Error>> {
+/// With `spin`, the subscriber polls instead of parking (it stays busy, so the publisher never
+/// needs to wake it).
+fn subscriber(spin: bool) -> Result<(), Box<dyn std::error::Error>> {
     let mut sub = Subscriber::builder(TOPIC)
         .connect_timeout(Duration::from_secs(10))
+        .spin(if spin { u32::MAX } else { 0 })
         .connect()?;
     let mut received = 0u64;
     let mut sum = 0.0;
