@@ -6,18 +6,8 @@ use shmcast_core::{
     CONTROL_BLOCK_LEN, Mode, ReadError, Reader, Region, ReserveError, RingConfig, Start, Writer,
 };
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+mod common;
+use common::Rng;
 
 fn ring(cap: u64, max: u64) -> Writer<u32> {
     let cfg = RingConfig::new(cap, max).unwrap();

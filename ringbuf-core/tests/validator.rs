@@ -6,15 +6,8 @@ use shmcast_core::{
     CONTROL_BLOCK_LEN, HEADER_LEN, Mode, Reader, Region, RingConfig, Start, Writer, validate_ring,
 };
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+mod common;
+use common::Rng;
 
 fn iterations() -> u64 {
     if cfg!(miri) {

@@ -136,8 +136,12 @@ impl Control {
             let sock = match sys::seqpacket_accept(self.listener.as_fd(), true) {
                 Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                // Out of descriptors and the like: leave the rest queued for the next round.
-                Err(_) => return,
+                // Out of descriptors and the like: leave the rest queued, and pause so that a
+                // listener that stays readable does not spin this thread.
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(10));
+                    return;
+                }
             };
             let uid = match sys::peer_cred(sock.as_fd()) {
                 Ok(c) => c.uid,
