@@ -134,7 +134,7 @@ pub struct ControlBlock {
 
 /// Control-block state: admitted and reading.
 pub const STATE_ACTIVE: u32 = 1;
-/// Control-block state: evicted by the publisher (hostile or corrupt cursor).
+/// Control-block state: evicted by the publisher ([`Writer::evict`](crate::Writer::evict)).
 pub const STATE_EVICTED: u32 = 2;
 /// Control-block mode: the writer never overwrites what this subscriber has not released.
 pub const MODE_GATING: u32 = 1;

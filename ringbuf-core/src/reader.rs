@@ -124,6 +124,9 @@ pub struct Copied {
     pub seq: u64,
     /// Payload length in bytes (the buffer holds exactly this many).
     pub len: usize,
+    /// A gating reader released the message and the writer waits for space: signal it, as
+    /// after [`Reader::release`] returning `true`. Always `false` for lossy readers.
+    pub writer_waiting: bool,
 }
 
 /// Counters kept by a reader.
@@ -383,12 +386,13 @@ impl Reader {
             match self.try_peek() {
                 Ok(frame) => {
                     self.read_payload(&frame, dst);
-                    let copied = Copied {
-                        seq: frame.seq,
-                        len: frame.len as usize,
-                    };
-                    self.release(frame);
-                    return Ok(copied);
+                    let (seq, len) = (frame.seq, frame.len as usize);
+                    let writer_waiting = self.release(frame);
+                    return Ok(Copied {
+                        seq,
+                        len,
+                        writer_waiting,
+                    });
                 }
                 Err(ReadError::Demoted) => {}
                 Err(e) => return Err(e),
@@ -418,7 +422,7 @@ impl Reader {
             // later reservation, `reserved` shows it.
             fence(Ordering::Acquire);
             let reserved = self.ring.u64_at(hdr::RESERVED).load(Ordering::Relaxed);
-            if reserved > self.pos + self.cap {
+            if reserved > self.pos.saturating_add(self.cap) {
                 return Err(self.resync());
             }
             // The bytes were intact while we read them: any fault is the writer's.
@@ -440,6 +444,7 @@ impl Reader {
             return Ok(Copied {
                 seq,
                 len: g.len as usize,
+                writer_waiting: false,
             });
         }
     }
@@ -462,13 +467,18 @@ impl Reader {
             if tail > committed || tail % frame::FRAME_ALIGN as u64 != 0 {
                 return FrameError::Position(tail).into();
             }
+            if tail == committed {
+                // Everything committed was overwritten by a reservation not yet committed: the
+                // next intact frame is that one. Wait for it (prepare_park lets us sleep).
+                return ReadError::Empty;
+            }
             let off = layout::data_off(tail, self.mask);
             let meta = self.ring.u64_at(off).load(Ordering::Relaxed);
             let seq = self.ring.u64_at(off + 8).load(Ordering::Relaxed);
             // SYNC(seqlock): as in try_copy.
             fence(Ordering::Acquire);
             let reserved = self.ring.u64_at(hdr::RESERVED).load(Ordering::Relaxed);
-            if reserved > tail + self.cap {
+            if reserved > tail.saturating_add(self.cap) {
                 continue;
             }
             if let Err(e) = frame::decode(meta, tail, committed, self.cap, self.max_payload) {
@@ -512,13 +522,25 @@ impl Reader {
         fence(Ordering::SeqCst);
         // SYNC(commit): Acquire; pairs with the Release store in Writer::commit.
         let committed = self.ring.u64_at(hdr::COMMITTED).load(Ordering::Acquire);
+        // SYNC(close): Acquire; pairs with the Release store in Writer::close.
         let closed = self.ring.u32_at(hdr::CLOSED).load(Ordering::Acquire) != 0;
         let evicted = self.cb.u32_at(cb::STATE).load(Ordering::Relaxed) != layout::STATE_ACTIVE;
-        if committed != self.pos || closed || evicted || self.writer_gone {
+        if self.readable(committed) || closed || evicted || self.writer_gone {
             parked.store(0, Ordering::Relaxed);
             return false;
         }
         true
+    }
+
+    /// Whether a frame at or after our position is committed and intact. A lapped reader whose
+    /// oldest intact frame is still being written (tail == committed) has nothing to read.
+    fn readable(&self, committed: u64) -> bool {
+        if committed == self.pos {
+            return false;
+        }
+        // SYNC(tail): Acquire; pairs with the Release store in Writer::advance_tail.
+        let tail = self.ring.u64_at(hdr::TAIL).load(Ordering::Acquire);
+        !(self.pos < tail && tail == committed)
     }
 
     /// Withdraws the park announcement after waking.

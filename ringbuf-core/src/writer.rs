@@ -632,6 +632,8 @@ impl<A> Writer<A> {
         self.closed = true;
         // SYNC(close): Release; pairs with the Acquire load of `closed` in the reader's empty path.
         self.ring.u32_at(hdr::CLOSED).store(1, Ordering::Release);
+        // SYNC(park): SeqCst fence between the store of `closed` and the signals below; pairs with
+        // the fence in Reader::prepare_park, which then sees `closed` or gets a signal.
         fence(Ordering::SeqCst);
         for slot in &self.slots {
             slot.cb.u32_at(cb::PARKED).store(0, Ordering::Relaxed);

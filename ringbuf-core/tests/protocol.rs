@@ -343,3 +343,62 @@ fn threads_gating_and_lossy() {
     assert_eq!(gating.join().unwrap(), total);
     assert_eq!(lossy.join().unwrap(), total);
 }
+
+#[test]
+fn lapped_reader_waits_for_an_open_reservation_instead_of_failing() {
+    let mut w = ring(64, 16);
+    let mut r = join(&mut w, Mode::Lossy, Start::Newest, 0);
+    w.send(&[], |_| {}).unwrap(); // 16 bytes
+    w.send(&[1; 16], |_| {}).unwrap(); // 32 bytes, committed = 48
+    // Needs a padding frame and overwrites everything committed: tail == committed until commit.
+    let res = w.try_reserve(16).unwrap();
+    let mut buf = Vec::new();
+    assert_eq!(r.try_copy(&mut buf), Err(ReadError::Empty), "not Corrupt");
+    assert!(
+        r.prepare_park(),
+        "nothing readable: the commit will wake us"
+    );
+    w.write_payload(&res, &[2; 16]);
+    let mut woken = 0;
+    w.commit(res, |_| woken += 1);
+    assert_eq!(woken, 1);
+    r.unpark();
+    assert_eq!(r.try_copy(&mut buf), Err(ReadError::Lagged(2)));
+    assert_eq!(r.try_copy(&mut buf).unwrap().seq, 2);
+    assert_eq!(buf, [2; 16]);
+}
+
+#[test]
+fn positions_near_the_top_of_u64_are_errors_not_overflows() {
+    let mut w = ring(256, 96);
+    let mut r = join(&mut w, Mode::Lossy, Start::Newest, 0);
+    let ring = w.ring().clone();
+    // SAFETY: heap memory owned by this test; offsets 128/144/152 are committed/reserved/tail.
+    let word =
+        |off: usize, v: u64| unsafe { (ring.as_ptr().add(off) as *mut u64).write_volatile(v) };
+    let mut buf = Vec::new();
+    for (committed, reserved, tail) in [
+        (u64::MAX & !15, u64::MAX, u64::MAX & !15),
+        (256, u64::MAX, 0),
+        (64, u64::MAX, u64::MAX - 15),
+    ] {
+        word(128, committed);
+        word(144, reserved);
+        word(152, tail);
+        for _ in 0..4 {
+            let _ = r.try_copy(&mut buf);
+            let _ = r.prepare_park();
+        }
+    }
+}
+
+#[test]
+fn gating_copy_reports_a_waiting_writer() {
+    let mut w = ring(256, 96);
+    let mut r = join(&mut w, Mode::Gating, Start::Newest, 0);
+    for i in 0..4 {
+        w.send(&payload(i, 40), |_| {}).unwrap();
+    }
+    assert_eq!(w.prepare_wait_for_space(40), Ok(true));
+    assert!(r.try_copy(&mut Vec::new()).unwrap().writer_waiting);
+}

@@ -236,7 +236,7 @@ mod tests {
             }
         }
         let w = Reply::Welcome {
-            flags: FLAG_SHARED_WAKE,
+            flags: 0,
             ring_len: 1 << 20,
             cb_len: 512,
         };

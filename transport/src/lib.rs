@@ -57,6 +57,11 @@ pub use publisher::{
 pub use shmcast_core::{FrameError, Mode, Start, SubscriberId, SubscriberInfo};
 pub use subscriber::{Sample, Subscriber, SubscriberBuilder, SubscriberStats};
 
+/// How long a parked subscriber or a publisher waiting for space sleeps before re-checking by
+/// itself. Wakeups are never lost between correct peers (the loom models check it); this bounds
+/// what a hostile subscriber that drains a shared eventfd can do to others: delay, never hang.
+pub(crate) const PARK_RECHECK: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Test support: counts this process's open descriptors (for leak checks).
 #[doc(hidden)]
 pub fn open_fd_count() -> std::io::Result<usize> {
@@ -72,8 +77,9 @@ pub mod __test_support {
     use std::os::fd::{AsFd, OwnedFd};
     use std::path::Path;
 
-    /// Connects to `path`, asks as a lossy subscriber and returns the four descriptors of the
-    /// welcome (ring, control block, wake eventfd, space eventfd) and the socket, or the
+    /// Connects to `path`, asks as a lossy subscriber and returns the five descriptors of the
+    /// welcome (ring, control block, private and shared wake eventfds, space eventfd) and the
+    /// socket, or the
     /// publisher's refusal text.
     pub fn raw_handshake(path: &Path) -> std::io::Result<Result<(Vec<OwnedFd>, OwnedFd), String>> {
         let sock = sys::seqpacket_connect(path, Some(std::time::Duration::from_secs(5)))?;

@@ -72,12 +72,15 @@ pub enum WakeMode {
     /// One `write` to the shared eventfd however many are parked; every registered subscriber's
     /// epoll is visited by the kernel, parked or not.
     Shared,
-    /// Per commit: the shared eventfd when at least about a third of the subscribers are parked
-    /// (`3·parked ≥ registered + 2`), else the private ones. One syscall for many sleepers,
+    /// Per commit: the shared eventfd when at least four and about a third of the subscribers
+    /// are parked (`parked ≥ 4` and `3·parked ≥ registered + 2`), else the private ones. One syscall for many sleepers,
     /// without charging every busy subscriber for a few sleepers.
     #[default]
     Hybrid,
 }
+
+/// Fewest parked subscribers for which [`WakeMode::Hybrid`] uses the shared eventfd.
+const HYBRID_MIN_SHARED: usize = 4;
 
 impl WakeMode {
     /// Whether to write the shared eventfd rather than `parked` private ones.
@@ -85,7 +88,9 @@ impl WakeMode {
         match self {
             WakeMode::PerSubscriber => false,
             WakeMode::Shared => true,
-            WakeMode::Hybrid => 3 * parked >= registered + 2,
+            // Below this many sleepers a shared write saves nothing measurable (and costs every
+            // registered subscriber); above, it wins once a third or so are parked.
+            WakeMode::Hybrid => parked >= HYBRID_MIN_SHARED && 3 * parked >= registered + 2,
         }
     }
 }
@@ -408,22 +413,28 @@ impl Publisher {
                 stalled_since = now;
                 continue;
             }
+            // Cannot fail: try_reserve accepted `len`.
             let sleep = guard
                 .prepare_wait_for_space(len)
                 .map_err(|_| LoanError::Full)?;
             drop(guard);
-            if sleep {
+            let waited = if sleep {
                 let until = match (deadline, stall_at) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 };
-                let timeout = until.map(|t| t.saturating_duration_since(Instant::now()));
+                let timeout = until
+                    .map(|t| t.saturating_duration_since(Instant::now()))
+                    .map_or(crate::PARK_RECHECK, |t| t.min(crate::PARK_RECHECK));
                 self.space_waits += 1;
-                sys::wait_readable(shared.space.as_fd(), timeout).map_err(LoanError::Io)?;
-                sys::eventfd_drain(shared.space.as_fd()).map_err(LoanError::Io)?;
-            }
+                sys::wait_readable(shared.space.as_fd(), Some(timeout))
+                    .and_then(|_| sys::eventfd_drain(shared.space.as_fd()))
+            } else {
+                Ok(0)
+            };
             guard = shared.lock();
             guard.end_wait_for_space();
+            waited.map_err(LoanError::Io)?;
         }
     }
 

@@ -18,8 +18,7 @@
 //! one the protocol needs. `F_SEAL_SHRINK` is what makes the size check last: a sealed file
 //! cannot be truncated under the mapping, so reading it cannot raise `SIGBUS`.
 
-// The publisher, subscriber and control thread are the callers; until they land, some items
-// have none.
+// Some accessors serve only the tests.
 #![allow(dead_code)]
 
 use std::fmt;

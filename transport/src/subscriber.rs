@@ -197,14 +197,13 @@ impl Subscriber {
             }
         };
 
-        sys::send_packet(
-            sock.as_fd(),
-            &Hello {
-                mode: b.mode,
-                start: b.start,
-            }
-            .encode(),
-        )?;
+        // A publisher that refuses us at once (credentials, overload) may already have closed
+        // the connection: its refusal is still queued, so read the reply even if sending failed.
+        let hello = Hello {
+            mode: b.mode,
+            start: b.start,
+        };
+        let sent = sys::send_packet(sock.as_fd(), &hello.encode());
         sys::set_recv_timeout(sock.as_fd(), Some(b.handshake_timeout))?;
         let mut buf = [0u8; handshake::MAX_PACKET];
         let (n, fds) =
@@ -214,9 +213,14 @@ impl Subscriber {
                     return Err(ConnectError::HandshakeTimeout);
                 }
                 Err(RecvFdsError::HungUp) => {
-                    return Err(ConnectError::Protocol(
-                        "publisher closed the connection".into(),
-                    ));
+                    return Err(match sent {
+                        // It closed before reading our request: a refusal whose text was lost.
+                        Err(_) => ConnectError::Refused {
+                            reason: "the publisher closed the connection before the handshake"
+                                .into(),
+                        },
+                        Ok(()) => ConnectError::Protocol("publisher closed the connection".into()),
+                    });
                 }
                 Err(RecvFdsError::Io(e)) => return Err(e.into()),
                 Err(e) => return Err(ConnectError::Protocol(e.to_string())),
@@ -300,14 +304,19 @@ impl Subscriber {
         }
         // Consume stale readiness, learn of a hang-up, then announce that we wait.
         self.poll_events(Some(Duration::ZERO))?;
-        if self.reader.prepare_park() {
-            return Err(RecvError::Empty);
+        for _ in 0..3 {
+            if self.reader.prepare_park() {
+                return Err(RecvError::Empty);
+            }
+            self.reader.unpark();
+            if let Some(got) = self.next()? {
+                return Ok(self.sample(got));
+            }
         }
-        self.reader.unpark();
-        match self.next()? {
-            Some(got) => Ok(self.sample(got)),
-            None => Err(RecvError::Empty),
-        }
+        // Data is announced but not yet readable (a lapped reader racing the writer): make our
+        // descriptor readable so an event loop comes straight back.
+        let _ = sys::eventfd_signal(self._wake[0].as_fd());
+        Err(RecvError::Empty)
     }
 
     /// Receives the next message as a copy into `buf` (resized to fit), waiting at most
@@ -337,14 +346,14 @@ impl Subscriber {
             }
             let timeout = match deadline {
                 Some(d) => match d.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => Some(left),
+                    Some(left) if !left.is_zero() => left.min(crate::PARK_RECHECK),
                     _ => return Err(RecvError::Timeout),
                 },
-                None => None,
+                None => crate::PARK_RECHECK,
             };
             if self.reader.prepare_park() {
                 self.parks += 1;
-                let waited = self.poll_events(timeout);
+                let waited = self.poll_events(Some(timeout));
                 self.reader.unpark();
                 waited?;
             }
@@ -483,9 +492,10 @@ impl Deref for Sample<'_> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match &self.frame {
-            // SAFETY: the subscriber is gating (frames are only kept in place for gating
-            // subscribers) and the frame is released only in Drop, after every borrow of this
-            // slice has ended.
+            // SAFETY: frames are kept in place only for gating subscribers, and the publisher
+            // does not write a gating subscriber's frame before its release in Drop, after every
+            // borrow of this slice has ended. (A demotion, possible only past a configured stall
+            // bound, ends that promise: docs/architecture.md, "Demotion".)
             Some(frame) => unsafe { self.sub.reader.payload(frame) },
             None => &self.sub.buf[..self.len],
         }

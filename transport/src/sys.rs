@@ -23,8 +23,7 @@
 
 // The only unsafe code is `peer_cred`, which calls getsockopt through libc (see its docs).
 #![allow(unsafe_code)]
-// The publisher, subscriber and control thread are the callers; until they land, some helpers
-// have none.
+// A few helpers (the level-triggered waits, `epoll_wait_one`) serve only the tests.
 #![allow(dead_code)]
 
 use std::fmt;
@@ -46,7 +45,7 @@ use rustix::net::{
 
 pub(crate) use rustix::fs::SealFlags;
 
-/// Most descriptors one packet may carry; the handshake sends three.
+/// Most descriptors one packet may carry; the handshake's welcome carries five.
 pub(crate) const MAX_FDS_PER_PACKET: usize = 8;
 
 /// Receive room for descriptors beyond the expected count, so that a peer sending a few too many

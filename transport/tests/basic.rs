@@ -219,10 +219,10 @@ fn wake_syscalls_per_mode() {
     let cases = [
         (WakeMode::PerSubscriber, 3, 3, 3),
         (WakeMode::Shared, 3, 3, 1),
-        (WakeMode::Hybrid, 3, 3, 1),
-        (WakeMode::Hybrid, 4, 1, 1),
-        (WakeMode::Hybrid, 5, 2, 2),
-        (WakeMode::Hybrid, 5, 3, 1),
+        (WakeMode::Hybrid, 3, 3, 3),
+        (WakeMode::Hybrid, 5, 4, 1),
+        (WakeMode::Hybrid, 12, 4, 4),
+        (WakeMode::Hybrid, 6, 5, 1),
     ];
     for (i, (mode, subs, parked, expected)) in cases.into_iter().enumerate() {
         let t = topic(&format!("calls-{i}"));
