@@ -72,15 +72,15 @@ pub enum WakeMode {
     /// One `write` to the shared eventfd however many are parked; every registered subscriber's
     /// epoll is visited by the kernel, parked or not.
     Shared,
-    /// Per commit: the shared eventfd when at least four and about a third of the subscribers
-    /// are parked (`parked ≥ 4` and `3·parked ≥ registered + 2`), else the private ones. One syscall for many sleepers,
+    /// Per commit: the shared eventfd when at least two and about a third of the subscribers
+    /// are parked (`parked ≥ 2` and `3·parked ≥ registered + 2`), else the private ones. One syscall for many sleepers,
     /// without charging every busy subscriber for a few sleepers.
     #[default]
     Hybrid,
 }
 
 /// Fewest parked subscribers for which [`WakeMode::Hybrid`] uses the shared eventfd.
-const HYBRID_MIN_SHARED: usize = 4;
+const HYBRID_MIN_SHARED: usize = 2;
 
 impl WakeMode {
     /// Whether to write the shared eventfd rather than `parked` private ones.
@@ -88,8 +88,8 @@ impl WakeMode {
         match self {
             WakeMode::PerSubscriber => false,
             WakeMode::Shared => true,
-            // Below this many sleepers a shared write saves nothing measurable (and costs every
-            // registered subscriber); above, it wins once a third or so are parked.
+            // One sleeper is cheaper to wake privately (no walk over the others' epolls); from
+            // two on, one shared write wins once a third or so of the subscribers are parked.
             WakeMode::Hybrid => parked >= HYBRID_MIN_SHARED && 3 * parked >= registered + 2,
         }
     }

@@ -219,7 +219,9 @@ fn wake_syscalls_per_mode() {
     let cases = [
         (WakeMode::PerSubscriber, 3, 3, 3),
         (WakeMode::Shared, 3, 3, 1),
-        (WakeMode::Hybrid, 3, 3, 3),
+        (WakeMode::Hybrid, 3, 3, 1),
+        (WakeMode::Hybrid, 1, 1, 1),
+        (WakeMode::Hybrid, 4, 1, 1),
         (WakeMode::Hybrid, 5, 4, 1),
         (WakeMode::Hybrid, 12, 4, 4),
         (WakeMode::Hybrid, 6, 5, 1),

@@ -1,0 +1,255 @@
+//! Child processes: the binary re-executes itself as `shmcast-bench __child PARENT_PID ROLE ...`
+//! for every subscriber, listener or relay.
+//!
+//! A child talks to the parent through its stdout, one line per message (`ready`, `result
+//! key=value ...`), and inherits exactly the descriptors the parent names. Every wait of the
+//! parent has a deadline; a child that exits, stalls or reports an error ends the run with a
+//! message naming it. Children die with the parent (`PR_SET_PDEATHSIG`), and a [`Fleet`] kills
+//! and reaps every child it still holds when dropped, so no exit path leaves one behind.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::error::{BenchError, Result, sys};
+
+/// First argument that turns the binary into a child.
+pub const CHILD_ARG: &str = "__child";
+
+/// What to start.
+pub struct Spec {
+    /// Shown in errors and progress ("listener 2", "relay").
+    pub name: String,
+    /// The child role, dispatched by [`crate::child_main`].
+    pub role: &'static str,
+    /// The role's arguments.
+    pub args: Vec<String>,
+    /// Descriptors the child inherits (their numbers are usually among `args`).
+    pub fds: Vec<RawFd>,
+}
+
+/// One line a child printed: a tag and `key=value` words.
+#[derive(Debug)]
+pub struct Report {
+    /// Whose line it is.
+    pub who: String,
+    /// The first word.
+    pub tag: String,
+    /// The remaining words.
+    pub words: Vec<String>,
+}
+
+impl Report {
+    /// The value of `key=...` parsed as `T`.
+    pub fn get<T: std::str::FromStr>(&self, key: &str) -> Result<T> {
+        self.words
+            .iter()
+            .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| BenchError::Child {
+                who: self.who.clone(),
+                what: format!("report {:?} has no valid {key}=", self.tag),
+            })
+    }
+
+    /// Every word parsed as `u64` (for `samples` lines).
+    pub fn numbers(&self) -> Result<Vec<u64>> {
+        self.words
+            .iter()
+            .map(|w| {
+                w.parse().map_err(|_| BenchError::Child {
+                    who: self.who.clone(),
+                    what: format!("bad number {w:?} in a {:?} line", self.tag),
+                })
+            })
+            .collect()
+    }
+}
+
+struct Proc {
+    name: String,
+    child: Child,
+    out: ChildStdout,
+    buf: Vec<u8>,
+}
+
+/// The children of one trial. Dropping it kills and reaps every child it still holds.
+pub struct Fleet {
+    procs: Vec<Proc>,
+    cpu_children_before: u64,
+}
+
+impl Fleet {
+    /// An empty fleet; notes the CPU time of the children reaped so far.
+    pub fn new() -> Fleet {
+        Fleet {
+            procs: Vec::new(),
+            cpu_children_before: crate::sys::cpu_children_ns(),
+        }
+    }
+
+    /// Number of children.
+    pub fn len(&self) -> usize {
+        self.procs.len()
+    }
+
+    /// Starts a child. Returns its index.
+    pub fn spawn(&mut self, spec: Spec) -> Result<usize> {
+        let exe = std::env::current_exe().map_err(sys("locating the executable"))?;
+        let mut command = Command::new(exe);
+        command
+            .arg(CHILD_ARG)
+            .arg(std::process::id().to_string())
+            .arg(spec.role)
+            .args(&spec.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        crate::sys::prepare_child(&mut command, spec.fds);
+        let mut child = command
+            .spawn()
+            .map_err(sys(format!("spawning {}", spec.name)))?;
+        let out = child.stdout.take().expect("stdout is piped");
+        rustix::io::ioctl_fionbio(&out, true).map_err(sys("making a child pipe non-blocking"))?;
+        self.procs.push(Proc {
+            name: spec.name,
+            child,
+            out,
+            buf: Vec::new(),
+        });
+        Ok(self.procs.len() - 1)
+    }
+
+    /// Waits for child `i`'s next line, which must carry `tag`, until `deadline`.
+    pub fn expect(&mut self, i: usize, tag: &str, deadline: Instant) -> Result<Report> {
+        let proc = &mut self.procs[i];
+        loop {
+            if let Some(pos) = proc.buf.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = proc.buf.drain(..=pos).collect();
+                let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
+                let mut words = text.split_ascii_whitespace().map(str::to_owned);
+                let found = words.next().unwrap_or_default();
+                if found != tag {
+                    return Err(BenchError::Child {
+                        who: proc.name.clone(),
+                        what: format!("expected a {tag:?} line, got {text:?}"),
+                    });
+                }
+                return Ok(Report {
+                    who: proc.name.clone(),
+                    tag: found,
+                    words: words.collect(),
+                });
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(BenchError::Child {
+                    who: proc.name.clone(),
+                    what: format!("no {tag:?} line within the deadline (stalled)"),
+                });
+            }
+            crate::sys::wait_readable(proc.out.as_fd(), left.min(Duration::from_millis(100)))
+                .map_err(sys("poll on a child pipe"))?;
+            let mut chunk = [0u8; 64 * 1024];
+            match proc.out.read(&mut chunk) {
+                Ok(0) => {
+                    let status = wait_briefly(&mut proc.child);
+                    return Err(BenchError::Child {
+                        who: proc.name.clone(),
+                        what: format!("exited ({status}) before sending a {tag:?} line"),
+                    });
+                }
+                Ok(n) => proc.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(sys(format!("reading from {}", proc.name))(e)),
+            }
+        }
+    }
+
+    /// Waits for a `tag` line from every child, in order, until `deadline`.
+    pub fn expect_all(&mut self, tag: &str, deadline: Instant) -> Result<Vec<Report>> {
+        (0..self.procs.len())
+            .map(|i| self.expect(i, tag, deadline))
+            .collect()
+    }
+
+    /// Waits until every child has exited successfully, until `deadline`. Returns the CPU time
+    /// (ns) of every child of this fleet over its whole life, from `getrusage(RUSAGE_CHILDREN)`.
+    pub fn finish(mut self, deadline: Instant) -> Result<u64> {
+        while let Some(mut proc) = self.procs.pop() {
+            loop {
+                match proc.child.try_wait() {
+                    Ok(Some(status)) if status.success() => break,
+                    Ok(Some(status)) => {
+                        return Err(BenchError::Child {
+                            who: proc.name,
+                            what: format!("exited with {status}"),
+                        });
+                    }
+                    Ok(None) if Instant::now() >= deadline => {
+                        let _ = proc.child.kill();
+                        let _ = proc.child.wait();
+                        return Err(BenchError::Child {
+                            who: proc.name,
+                            what: "did not exit within the deadline".into(),
+                        });
+                    }
+                    Ok(None) => std::thread::sleep(Duration::from_micros(200)),
+                    Err(e) => return Err(sys(format!("waiting for {}", proc.name))(e)),
+                }
+            }
+        }
+        Ok(crate::sys::cpu_children_ns().saturating_sub(self.cpu_children_before))
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for proc in &mut self.procs {
+            let _ = proc.child.kill();
+        }
+        for proc in &mut self.procs {
+            let _ = proc.child.wait();
+        }
+    }
+}
+
+/// The exit status of a child whose stdout closed, if it follows within a moment.
+fn wait_briefly(child: &mut Child) -> String {
+    let until = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < until {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status.to_string();
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    "still running".into()
+}
+
+/// The child side: prints one line to the parent.
+pub fn say(line: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(line.as_bytes())
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+        .map_err(sys("writing to the parent"))
+}
+
+/// The child side: the raw descriptor number of an inherited fd argument.
+pub fn fd_arg(arg: &str) -> Result<RawFd> {
+    arg.parse()
+        .map_err(|_| BenchError::Usage(format!("bad descriptor argument {arg:?}")))
+}
+
+/// The child side: parses a role argument.
+pub fn parse_arg<T: std::str::FromStr>(arg: &str) -> Result<T> {
+    arg.parse()
+        .map_err(|_| BenchError::Usage(format!("bad child argument {arg:?}")))
+}
+
+/// The raw number of `fd`, to hand to a child.
+pub fn raw<F: AsRawFd>(fd: &F) -> RawFd {
+    fd.as_raw_fd()
+}

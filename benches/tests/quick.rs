@@ -1,0 +1,116 @@
+//! Smoke test: every scenario in `--quick` mode, through the real binary, with JSON and SVG
+//! output. Checks that the run completes and writes what it promises; asserts no timings.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn scratch_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("shmcast-bench-quick-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create a scratch directory");
+    dir
+}
+
+#[test]
+fn quick_run_covers_every_scenario() {
+    let dir = scratch_dir();
+    let json = dir.join("figures.json");
+    let svg = dir.join("charts");
+    let output = Command::new(env!("CARGO_BIN_EXE_shmcast-bench"))
+        .arg("--quick")
+        .arg("--json")
+        .arg(&json)
+        .arg("--svg")
+        .arg(&svg)
+        .output()
+        .expect("run shmcast-bench");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "shmcast-bench --quick failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    for heading in [
+        "== limits",
+        "== throughput",
+        "== latency",
+        "== small",
+        "vs unix-stream",
+    ] {
+        assert!(stdout.contains(heading), "no {heading:?} in:\n{stdout}");
+    }
+
+    let text = std::fs::read_to_string(&json).expect("read the JSON output");
+    let all: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let scenarios = all.as_array().expect("a list of scenarios");
+    let find = |name: &str| {
+        scenarios
+            .iter()
+            .find(|s| s["scenario"] == name)
+            .unwrap_or_else(|| panic!("no {name} scenario in the JSON"))
+    };
+    for name in ["limits", "throughput", "latency", "small"] {
+        let s = find(name);
+        assert!(s["params"].is_object(), "{name}: params");
+        assert!(
+            !s["results"].as_array().expect("results").is_empty(),
+            "{name}: results"
+        );
+    }
+
+    let latency = find("latency")["results"].as_array().unwrap();
+    for name in [
+        "unix-relay",
+        "unix-dgram",
+        "udp-multicast",
+        "shmcast",
+        "shmcast-spin",
+    ] {
+        let r = latency
+            .iter()
+            .find(|r| r["transport"] == name)
+            .unwrap_or_else(|| panic!("no latency result for {name}"));
+        let listeners = r["listeners"].as_array().expect("listeners");
+        assert_eq!(listeners.len(), 3, "{name}: one entry per listener");
+        for l in listeners {
+            for key in ["p50_us", "p99_us", "p999_us"] {
+                assert!(l[key].as_f64().is_some(), "{name}: {key}");
+            }
+        }
+        assert!(r["cpu_us_per_msg"].as_f64().is_some(), "{name}: cpu");
+        assert!(
+            r["publisher_syscalls_per_msg"].as_f64().is_some(),
+            "{name}: syscalls"
+        );
+    }
+
+    let throughput = find("throughput")["results"].as_array().unwrap();
+    for name in ["memcpy", "unix-stream", "shmcast-gating", "shmcast-lossy"] {
+        let r = throughput
+            .iter()
+            .find(|r| r["transport"] == name)
+            .unwrap_or_else(|| panic!("no throughput result for {name}"));
+        assert!(r["subscribers"].as_u64().is_some(), "{name}: subscribers");
+        assert!(
+            r["msgs_per_s"].as_f64().is_some_and(|v| v > 0.0),
+            "{name}: msgs/s"
+        );
+        assert!(
+            r["bytes_per_s"].as_f64().is_some_and(|v| v > 0.0),
+            "{name}: bytes/s"
+        );
+    }
+
+    for chart in [
+        "throughput.svg",
+        "latency-3-listeners.svg",
+        "latency-1-listeners.svg",
+        "small.svg",
+    ] {
+        let content =
+            std::fs::read_to_string(svg.join(chart)).unwrap_or_else(|e| panic!("{chart}: {e}"));
+        assert!(content.starts_with("<svg") && content.trim_end().ends_with("</svg>"));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
