@@ -191,7 +191,7 @@ mod tests {
         assert_eq!(decode(m, 0, 16, 256, 96), Err(FrameError::BeyondCommit));
         let empty = encode_meta(Kind::Message, 0);
         assert_eq!(
-            decode(empty, u64::MAX & !15, u64::MAX, 256, 96),
+            decode(empty, !15u64, u64::MAX, 256, 96),
             Err(FrameError::BeyondCommit)
         );
         let bad_kind = m & !(0xff << 32) | (7 << 32);

@@ -378,7 +378,7 @@ fn positions_near_the_top_of_u64_are_errors_not_overflows() {
         |off: usize, v: u64| unsafe { (ring.as_ptr().add(off) as *mut u64).write_volatile(v) };
     let mut buf = Vec::new();
     for (committed, reserved, tail) in [
-        (u64::MAX & !15, u64::MAX, u64::MAX & !15),
+        (!15u64, u64::MAX, !15u64),
         (256, u64::MAX, 0),
         (64, u64::MAX, u64::MAX - 15),
     ] {

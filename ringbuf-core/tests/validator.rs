@@ -19,6 +19,7 @@ fn iterations() -> u64 {
         .unwrap_or(1_000_000)
 }
 
+#[allow(clippy::mut_from_ref)] // test scaffolding over a heap region no one else touches
 fn bytes(r: &Region) -> &mut [u8] {
     // SAFETY: heap region owned by this test, no other reference alive while we mutate it.
     unsafe { std::slice::from_raw_parts_mut(r.as_ptr(), r.len()) }

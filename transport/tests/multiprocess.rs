@@ -384,7 +384,7 @@ fn sigkill_of_a_stalled_gating_subscriber_frees_the_publisher() {
         .max_message(256)
         .bind()
         .unwrap();
-    let mut stalled = spawn("stall", &[t.clone()]);
+    let mut stalled = spawn("stall", std::slice::from_ref(&t));
     expect_line(&mut stalled, "ready");
     let count = 2000u64;
     let mut healthy = spawn(
