@@ -50,10 +50,9 @@ impl shmcast_publisher {
     /// Takes a loan and keeps it in the handle.
     fn lend(&mut self, len: usize, wait: Wait) -> Result<&mut Loan<'static>, Failure> {
         self.idle()?;
-        // SAFETY: no loan is outstanding (checked above), so nothing else refers to the
-        // publisher. The `'static` borrow is stored in `self.loan`, which is dropped before the
-        // publisher is freed, and while it exists every other path to the publisher goes through
-        // `idle`, which refuses.
+        // The `'static` borrow is stored in `self.loan`, dropped before the publisher is freed;
+        // while it exists every other path to the publisher goes through `idle`, which refuses.
+        // SAFETY: no loan is outstanding (checked above): nothing else refers to the publisher.
         let publisher: &'static mut Publisher = unsafe { &mut *self.publisher.as_ptr() };
         let loan = match wait {
             Wait::Never => publisher.try_loan(len),

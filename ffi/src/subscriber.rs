@@ -59,10 +59,9 @@ impl shmcast_subscriber {
             Some(kept) => kept,
             None => {
                 self.idle()?;
-                // SAFETY: no sample is held (checked above), so nothing else refers to the
-                // subscriber. The `'static` borrow goes into `self.sample`, which is dropped
-                // before the subscriber is freed, and while it exists every other path to the
-                // subscriber goes through `idle`, which refuses.
+                // The `'static` borrow goes into `self.sample`, dropped before the subscriber is
+                // freed; while it exists every other path to it goes through `idle` (refuses).
+                // SAFETY: no sample is held (checked above): nothing else refers to the subscriber.
                 let subscriber: &'static mut Subscriber = unsafe { &mut *self.subscriber.as_ptr() };
                 match wait {
                     Wait::Never => subscriber.try_recv(),

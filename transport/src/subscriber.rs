@@ -248,12 +248,11 @@ impl Subscriber {
             |e: shm::MapError| ConnectError::Protocol(format!("shared memory refused: {e}"));
         let ring = Arc::new(shm::map_ring_readonly(ring_fd, HEADER_LEN).map_err(map_err)?);
         let cb = Arc::new(shm::map_control_block(cb_fd, CONTROL_BLOCK_LEN).map_err(map_err)?);
-        // SAFETY: the ring mapping is read-only, sealed against shrinking (checked by
-        // map_ring_readonly), page-aligned and kept alive by the Arc owner. The reader never
-        // stores into it.
-        let ring =
-            unsafe { Region::from_raw_parts(ring.as_ptr().cast_mut(), ring.len(), ring.clone()) }
-                .ok_or_else(|| ConnectError::Protocol("misaligned ring mapping".into()))?;
+        let (ring_ptr, ring_len) = (ring.as_ptr().cast_mut(), ring.len());
+        // SAFETY: read-only mapping, sealed against shrinking (checked by map_ring_readonly),
+        // page-aligned, kept alive by the Arc owner; the reader never stores into it.
+        let ring = unsafe { Region::from_raw_parts(ring_ptr, ring_len, ring.clone()) }
+            .ok_or_else(|| ConnectError::Protocol("misaligned ring mapping".into()))?;
         // SAFETY: the control block mapping is read-write, CONTROL_BLOCK_LEN bytes, sealed
         // against shrinking, page-aligned and kept alive by the Arc owner.
         let cb = unsafe { Region::from_raw_parts(cb.as_ptr(), cb.len(), cb.clone()) }
@@ -492,10 +491,10 @@ impl Deref for Sample<'_> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match &self.frame {
-            // SAFETY: frames are kept in place only for gating subscribers, and the publisher
-            // does not write a gating subscriber's frame before its release in Drop, after every
-            // borrow of this slice has ended. (A demotion, possible only past a configured stall
-            // bound, ends that promise: docs/architecture.md, "Demotion".)
+            // A demotion (only past a configured stall bound) ends the promise below:
+            // docs/architecture.md, "Demotion".
+            // SAFETY: in-place frames are gating ones; the publisher does not write them before
+            // their release in Drop, after every borrow of this slice has ended.
             Some(frame) => unsafe { self.sub.reader.payload(frame) },
             None => &self.sub.buf[..self.len],
         }
