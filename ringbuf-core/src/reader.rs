@@ -352,8 +352,8 @@ impl Reader {
     /// Returns `true` if the writer is waiting for space and must be signalled.
     pub fn release(&mut self, frame: Frame) -> bool {
         self.pos = frame.end;
-        self.seq = frame.seq + 1;
-        self.stats.received += 1;
+        self.seq = frame.seq.wrapping_add(1);
+        self.stats.received = self.stats.received.wrapping_add(1);
         self.publish_progress();
         // SYNC(space): SeqCst fence between the store of `cursor` (in publish_progress) and the
         // load of `writer_waiting`; pairs with the fence in Writer::prepare_wait_for_space.
@@ -438,8 +438,8 @@ impl Reader {
             if g.kind == Kind::Padding {
                 continue;
             }
-            self.seq += 1;
-            self.stats.received += 1;
+            self.seq = self.seq.wrapping_add(1); // the writer chose it: wrap, never panic
+            self.stats.received = self.stats.received.wrapping_add(1);
             self.publish_progress();
             return Ok(Copied {
                 seq,
@@ -496,8 +496,8 @@ impl Reader {
             if missed == 0 {
                 return ReadError::Empty;
             }
-            self.stats.lagged += missed;
-            self.stats.lag_events += 1;
+            self.stats.lagged = self.stats.lagged.saturating_add(missed);
+            self.stats.lag_events = self.stats.lag_events.saturating_add(1);
             self.cb
                 .u64_at(cb::LAGGED)
                 .store(self.stats.lagged, Ordering::Relaxed);

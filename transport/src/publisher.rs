@@ -427,8 +427,14 @@ impl Publisher {
                     .map(|t| t.saturating_duration_since(Instant::now()))
                     .map_or(crate::PARK_RECHECK, |t| t.min(crate::PARK_RECHECK));
                 self.space_waits += 1;
-                sys::wait_readable(shared.space.as_fd(), Some(timeout))
-                    .and_then(|_| sys::eventfd_drain(shared.space.as_fd()))
+                // Drain only what poll saw: never a read that could block on an empty counter.
+                sys::wait_readable(shared.space.as_fd(), Some(timeout)).and_then(|ready| {
+                    if ready {
+                        sys::eventfd_drain(shared.space.as_fd())
+                    } else {
+                        Ok(0)
+                    }
+                })
             } else {
                 Ok(0)
             };
