@@ -269,11 +269,16 @@ fn ns(Timespec { tv_sec, tv_nsec }: Timespec) -> u64 {
 }
 
 /// The only code that needs `unsafe`: the shared page and descriptors crossing `exec`.
+/// The bench crate's syscall helpers, shared with the comparison binary.
+#[allow(dead_code)]
+#[path = "../sys.rs"]
+mod shared_sys;
+
 mod sys {
     #![allow(unsafe_code)]
 
     use std::io;
-    use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+    use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
     use std::ptr::NonNull;
     use std::sync::atomic::AtomicU64;
 
@@ -408,28 +413,7 @@ mod sys {
     }
 
     /// Takes ownership of a descriptor the publisher handed down across `exec`.
-    ///
-    /// The number is checked to be open (`fstat`) before it is adopted.
-    pub fn adopt_inherited(fd: RawFd) -> io::Result<OwnedFd> {
-        if fd < 3 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "not an inherited descriptor",
-            ));
-        }
-        // SAFETY: the fd number came from the publisher, which cleared CLOEXEC on it for this
-        // process alone; nothing else in this process owns it, and `fstat` below proves it open
-        // before anything else uses it.
-        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-        match fstat(&owned) {
-            Ok(_) => Ok(owned),
-            Err(err) => {
-                // Not ours after all: do not close a number we do not own.
-                std::mem::forget(owned);
-                Err(err.into())
-            }
-        }
-    }
+    pub use super::shared_sys::adopt_inherited;
 }
 
 /// The subscriber process: parks round after round and reports when it wakes.
