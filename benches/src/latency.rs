@@ -8,12 +8,13 @@
 //! * `unix-dgram`: the publisher sends to each listener's unix datagram socket.
 //! * `udp-multicast`: one `sendto` to 239.255.83.67 on loopback (`IP_MULTICAST_IF` 127.0.0.1,
 //!   `IP_MULTICAST_LOOP`, TTL 0: nothing leaves the host); every listener joined the group.
-//! * `shmcast`: listeners block in `recv` (eventfd wakeups, no spinning).
+//! * `shmcast`: listeners block in `recv` (one futex wake for all parked listeners, no
+//!   spinning).
 //! * `shmcast-spin`: listeners busy-poll (`spin(u32::MAX)`); sane only with fewer listeners than
 //!   cores, which the run warns about.
-//! * `shmcast-shared`: `shmcast` with `WakeMode::Shared`, one eventfd write however many
-//!   listeners are parked (the default hybrid writes each parked listener's own eventfd below a
-//!   threshold); only with several listeners.
+//! * `shmcast-poll`: listeners wait in `poll()` on the subscriber's descriptor and call
+//!   `try_recv`, as an event loop does (one doorbell per parked listener); only with several
+//!   listeners.
 //!
 //! A second group runs one listener, where `shmcast-spin` on an otherwise idle core shows the
 //! floor of a busy-polling handoff.
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use rustix::net::SocketType;
 use serde_json::json;
-use shmcast::{Publisher, RecvError, Subscriber, WakeMode};
+use shmcast::{Publisher, RecvError, Subscriber};
 
 use crate::error::{BenchError, Result, failed, sys};
 use crate::fanout::{STALL, STARTUP, shmcast_syscalls, unique_topic, wait_for_subscribers};
@@ -53,12 +54,12 @@ pub enum Transport {
     UnixDgram,
     /// One UDP multicast datagram on loopback.
     UdpMulticast,
-    /// shmcast, listeners parked on eventfds.
+    /// shmcast, listeners parked in `recv` (futex).
     Shmcast,
     /// shmcast, listeners busy-polling.
     ShmcastSpin,
-    /// shmcast with `WakeMode::Shared`: one eventfd write wakes every parked listener.
-    ShmcastShared,
+    /// shmcast, listeners in an event loop: `poll()` on the descriptor, then `try_recv`.
+    ShmcastPoll,
     /// iceoryx2 publish-subscribe with an event service: listeners block on the event.
     #[cfg(feature = "iceoryx2")]
     Iceoryx2,
@@ -73,7 +74,7 @@ const ALL: &[Transport] = &[
     Transport::UdpMulticast,
     Transport::Shmcast,
     Transport::ShmcastSpin,
-    Transport::ShmcastShared,
+    Transport::ShmcastPoll,
     #[cfg(feature = "iceoryx2")]
     Transport::Iceoryx2,
     #[cfg(feature = "iceoryx2")]
@@ -89,7 +90,7 @@ impl Transport {
             Transport::UdpMulticast => "udp-multicast",
             Transport::Shmcast => "shmcast",
             Transport::ShmcastSpin => "shmcast-spin",
-            Transport::ShmcastShared => "shmcast-shared",
+            Transport::ShmcastPoll => "shmcast-poll",
             #[cfg(feature = "iceoryx2")]
             Transport::Iceoryx2 => "iceoryx2",
             #[cfg(feature = "iceoryx2")]
@@ -280,18 +281,12 @@ pub fn run_trial(trial: Trial) -> Result<Outcome> {
                     .map_err(sys("sendto the multicast group"))?;
             }
         }
-        Transport::Shmcast | Transport::ShmcastSpin | Transport::ShmcastShared => {
+        Transport::Shmcast | Transport::ShmcastSpin | Transport::ShmcastPoll => {
             let topic = unique_topic("latency");
-            let wake = if trial.transport == Transport::ShmcastShared {
-                WakeMode::Shared
-            } else {
-                WakeMode::default()
-            };
             // A ring that holds seconds of timestamps: a starved listener (spinning ones on a
             // small machine) must not make the publisher wait for space.
             let mut publisher = Publisher::builder(topic.as_str())
                 .capacity(1 << 20)
-                .wake_mode(wake)
                 .bind()
                 .map_err(failed("binding the shmcast publisher"))?;
             for i in 0..trial.listeners {
@@ -416,7 +411,7 @@ pub fn listener(args: &[String]) -> Result<()> {
                 samples.push(now.saturating_sub(ts));
             }
         }
-        Transport::Shmcast | Transport::ShmcastSpin | Transport::ShmcastShared => {
+        Transport::Shmcast | Transport::ShmcastSpin | Transport::ShmcastPoll => {
             let spin = if transport.spins() { u32::MAX } else { 0 };
             let mut sub = Subscriber::builder(endpoint.as_str())
                 .spin(spin)
@@ -427,8 +422,30 @@ pub fn listener(args: &[String]) -> Result<()> {
             cpu0 = cpu_self_ns();
             // `recv` without a timeout: the parent bounds every trial and kills a stalled
             // child.
+            // The same epoll instance, held apart so that waiting on it needs no borrow of `sub`.
+            let event_fd = if transport == Transport::ShmcastPoll {
+                Some(
+                    sub.as_fd()
+                        .try_clone_to_owned()
+                        .map_err(sys("dup of the subscriber's descriptor"))?,
+                )
+            } else {
+                None
+            };
             loop {
-                match sub.recv() {
+                let got = if let Some(fd) = &event_fd {
+                    match sub.try_recv() {
+                        Err(RecvError::Empty) => {
+                            crate::sys::wait_readable(fd.as_fd(), STALL)
+                                .map_err(sys("poll on the subscriber"))?;
+                            continue;
+                        }
+                        got => got,
+                    }
+                } else {
+                    sub.recv()
+                };
+                match got {
                     Ok(sample) => {
                         let now = now_ns();
                         let ts = sample
@@ -561,7 +578,7 @@ pub fn run(o: &Options, limits: Option<&Limits>) -> Result<Section> {
         let single: Vec<Transport> = all
             .iter()
             .copied()
-            .filter(|&t| t != Transport::UnixRelay && t != Transport::ShmcastShared)
+            .filter(|&t| t != Transport::UnixRelay && t != Transport::ShmcastPoll)
             .collect();
         groups.push(Group {
             listeners: 1,
@@ -790,7 +807,7 @@ fn alternatives_table(g: &Group) -> String {
 fn targets(g: &Group, limits: Option<&Limits>, messages: usize) -> String {
     let mut out = String::new();
     let has = |t: Transport| g.transports.contains(&t) && !g.outcomes(t).is_empty();
-    for t in [Transport::Shmcast, Transport::ShmcastShared] {
+    for t in [Transport::Shmcast, Transport::ShmcastPoll] {
         if g.listeners < 2 || !has(t) {
             continue;
         }
@@ -817,7 +834,7 @@ fn targets(g: &Group, limits: Option<&Limits>, messages: usize) -> String {
             shown.join(" / ")
         ));
     }
-    for t in [Transport::Shmcast, Transport::ShmcastShared] {
+    for t in [Transport::Shmcast, Transport::ShmcastPoll] {
         if has(t) {
             let s = g.per_msg(t, |x| x.publisher_syscalls, messages);
             let waits = g.per_msg(t, |x| x.publisher_space_syscalls, messages);

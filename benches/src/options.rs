@@ -13,7 +13,7 @@ scenarios (default: all four, in this order):
   limits       the machine's ceilings: copy/read/write bandwidth, eventfd and cache-line ping-pong
   throughput   large messages to N subscribers: memcpy, unix-stream, shmcast-gating, shmcast-lossy
   latency      paced 8-byte timestamps to blocked listeners: unix-relay, unix-dgram,
-               udp-multicast, shmcast, shmcast-spin
+               udp-multicast, shmcast, shmcast-spin, shmcast-poll
   small        64-byte messages to 1 and 3 event-driven and 1 busy subscriber: unix-stream, shmcast
 
 options:

@@ -47,7 +47,7 @@
 /**
  * The stamp `shmcast_*_options_init` writes into `abi_version`.
  */
-#define SHMCAST_OPTIONS_VERSION 1
+#define SHMCAST_OPTIONS_VERSION 2
 
 /**
  * Admission: only processes of the publisher's own uid (the default).
@@ -63,23 +63,6 @@
  * Admission: any process that can reach the socket (its file mode, 0600, still applies).
  */
 #define SHMCAST_ADMIT_ANY_UID 2
-
-/**
- * Wake mode: per publish, one write to an eventfd shared by all subscribers when at least
- * about a third of them are parked, else one write to each parked subscriber's own eventfd
- * (the default).
- */
-#define SHMCAST_WAKE_HYBRID 0
-
-/**
- * Wake mode: one write to an eventfd shared by all subscribers, however many are parked.
- */
-#define SHMCAST_WAKE_SHARED 1
-
-/**
- * Wake mode: one write per parked subscriber, to its own eventfd.
- */
-#define SHMCAST_WAKE_PER_SUBSCRIBER 2
 
 /**
  * Delivery: reliable; the publisher never overwrites what this subscriber has not released
@@ -257,11 +240,6 @@ typedef struct shmcast_publisher_options {
      * 1). Default: 64.
      */
     uint32_t max_pending_handshakes;
-    /**
-     * How parked subscribers are woken: `SHMCAST_WAKE_HYBRID` (default), `SHMCAST_WAKE_SHARED`
-     * or `SHMCAST_WAKE_PER_SUBSCRIBER`.
-     */
-    int32_t wake_mode;
     /**
      * Reserved for future options: zeroed by the `_init` function, must stay zero.
      */

@@ -7,12 +7,12 @@
 //! caller compiled against an older header keeps working.
 
 use crate::error::{Failure, SHMCAST_EINVAL, SHMCAST_ETOPIC, guard};
-use shmcast_transport::{Admission, Mode, PublisherBuilder, Start, SubscriberBuilder, WakeMode};
+use shmcast_transport::{Admission, Mode, PublisherBuilder, Start, SubscriberBuilder};
 use std::ffi::{CStr, c_char, c_int};
 use std::time::Duration;
 
 /// The stamp `shmcast_*_options_init` writes into `abi_version`.
-pub const SHMCAST_OPTIONS_VERSION: u32 = 1;
+pub const SHMCAST_OPTIONS_VERSION: u32 = 2;
 
 /// Admission: only processes of the publisher's own uid (the default).
 pub const SHMCAST_ADMIT_SAME_UID: i32 = 0;
@@ -20,15 +20,6 @@ pub const SHMCAST_ADMIT_SAME_UID: i32 = 0;
 pub const SHMCAST_ADMIT_UIDS: i32 = 1;
 /// Admission: any process that can reach the socket (its file mode, 0600, still applies).
 pub const SHMCAST_ADMIT_ANY_UID: i32 = 2;
-
-/// Wake mode: per publish, one write to an eventfd shared by all subscribers when at least
-/// about a third of them are parked, else one write to each parked subscriber's own eventfd
-/// (the default).
-pub const SHMCAST_WAKE_HYBRID: i32 = 0;
-/// Wake mode: one write to an eventfd shared by all subscribers, however many are parked.
-pub const SHMCAST_WAKE_SHARED: i32 = 1;
-/// Wake mode: one write per parked subscriber, to its own eventfd.
-pub const SHMCAST_WAKE_PER_SUBSCRIBER: i32 = 2;
 
 /// Delivery: reliable; the publisher never overwrites what this subscriber has not released
 /// (the default).
@@ -71,9 +62,6 @@ pub struct shmcast_publisher_options {
     /// Most clients in the middle of a handshake at once; more are refused as busy (at least
     /// 1). Default: 64.
     pub max_pending_handshakes: u32,
-    /// How parked subscribers are woken: `SHMCAST_WAKE_HYBRID` (default), `SHMCAST_WAKE_SHARED`
-    /// or `SHMCAST_WAKE_PER_SUBSCRIBER`.
-    pub wake_mode: i32,
     /// Reserved for future options: zeroed by the `_init` function, must stay zero.
     pub reserved: [u64; 8],
 }
@@ -90,7 +78,6 @@ impl Default for shmcast_publisher_options {
             stall_bound_ms: -1,
             handshake_timeout_ms: 2000,
             max_pending_handshakes: 64,
-            wake_mode: SHMCAST_WAKE_HYBRID,
             reserved: [0; 8],
         }
     }
@@ -180,12 +167,6 @@ pub(crate) unsafe fn publisher_builder(
         }
         other => return Err(Failure::invalid(format_args!("unknown admission {other}"))),
     };
-    let wake = match o.wake_mode {
-        SHMCAST_WAKE_HYBRID => WakeMode::Hybrid,
-        SHMCAST_WAKE_SHARED => WakeMode::Shared,
-        SHMCAST_WAKE_PER_SUBSCRIBER => WakeMode::PerSubscriber,
-        other => return Err(Failure::invalid(format_args!("unknown wake_mode {other}"))),
-    };
     let stall_bound = match o.stall_bound_ms {
         -1 => None,
         ms if ms >= 0 => Some(Duration::from_millis(ms as u64)),
@@ -208,8 +189,7 @@ pub(crate) unsafe fn publisher_builder(
         .admission(admission)
         .stall_bound(stall_bound)
         .handshake_timeout(Duration::from_millis(o.handshake_timeout_ms.into()))
-        .max_pending_handshakes(o.max_pending_handshakes as usize)
-        .wake_mode(wake);
+        .max_pending_handshakes(o.max_pending_handshakes as usize);
     if o.max_message != 0 {
         b = b.max_message(o.max_message);
     }

@@ -155,7 +155,7 @@ fn drain_after_publisher_exit(r: Runner) {
     );
     let publisher = r.spawn(
         &compile("pub", Link::Shared),
-        &[&topic, count, "1", "65536", "per-subscriber"],
+        &[&topic, count, "1", "65536"],
     );
     sub.expect_line("connected");
     publisher.wait().assert_success();

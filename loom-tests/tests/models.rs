@@ -3,13 +3,14 @@
 //! 1. one writer, two gating readers, wrap-around with padding: exactly once, in order, never read
 //!    before commit (payload bytes live in loom cells: a missing happens-before edge is a race);
 //! 2. a lossy reader lapped by the writer: exact missed count, no overwritten frame accepted;
-//! 3. park/wake: a reader that parks never sleeps on a committed message, and a writer waiting
-//!    for space never sleeps on a release;
+//! 3. park/wake: a reader that parks (on its own signal, or on the ring's futex word) never
+//!    sleeps on a committed message, and a writer waiting for space never sleeps on a release;
 //! 4. a reader joining and another leaving while the writer commits;
 //! 5. gating and lossy readers on one ring.
 #![cfg(shmcast_loom)]
 
-use loom::sync::{Arc, Mutex, Notify};
+use loom::sync::atomic::{AtomicU32, Ordering};
+use loom::sync::{Arc, Condvar, Mutex, Notify};
 use loom::thread;
 use shmcast_core::{
     CONTROL_BLOCK_LEN, Mode, ReadError, Reader, Region, ReserveError, RingConfig, Start, Writer,
@@ -205,6 +206,77 @@ fn model3a_reader_park_no_lost_wakeup() {
         });
         for (seq, &len) in LENS.iter().enumerate() {
             w.send(&msg(seq as u64, len), |n| n.notify()).unwrap();
+        }
+        done.wait();
+        t.join().unwrap();
+    });
+}
+
+/// The kernel's futex, as far as the protocol relies on it: `wait` sleeps only if the word
+/// still holds the expected value, checked atomically with respect to `wake_all`.
+struct Futex {
+    lock: Mutex<()>,
+    cv: Condvar,
+}
+
+impl Futex {
+    fn wait(&self, word: &AtomicU32, expected: u32) {
+        let guard = self.lock.lock().unwrap();
+        if word.load(Ordering::Relaxed) == expected {
+            drop(self.cv.wait(guard).unwrap());
+        }
+    }
+
+    fn wake_all(&self) {
+        let _guard = self.lock.lock().unwrap();
+        self.cv.notify_all();
+    }
+}
+
+#[test]
+fn model3c_futex_park_no_lost_wakeup() {
+    // As model 3a, with the reader asleep on the ring's wake word (what `recv` does) instead of
+    // its own signal: the word must be read before the park announcement.
+    const LENS: [usize; 2] = [8, 8];
+    loom::model(|| {
+        let mut w = ring::<()>();
+        let futex = Arc::new(Futex {
+            lock: Mutex::new(()),
+            cv: Condvar::new(),
+        });
+        let done = notify();
+        let mut r = join(&mut w, Mode::Gating, Start::Newest, ());
+        let (futex2, done2) = (futex.clone(), done.clone());
+        let t = thread::spawn(move || {
+            let mut buf = Vec::new();
+            let mut got = 0;
+            while got < LENS.len() as u64 {
+                match r.try_peek() {
+                    Ok(f) => {
+                        assert_eq!(f.seq(), got);
+                        r.read_payload(&f, &mut buf);
+                        assert_eq!(buf, msg(got, LENS[got as usize]));
+                        r.release(f);
+                        got += 1;
+                    }
+                    Err(ReadError::Empty) => {
+                        if let Some(expected) = r.prepare_park_futex() {
+                            futex2.wait(r.wake_word(), expected);
+                        }
+                        r.unpark();
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            done2.notify();
+        });
+        for (seq, &len) in LENS.iter().enumerate() {
+            let wakeups = w
+                .send(&msg(seq as u64, len), |_| panic!("no signal parker"))
+                .unwrap();
+            if wakeups.futex {
+                futex.wake_all();
+            }
         }
         done.wait();
         t.join().unwrap();

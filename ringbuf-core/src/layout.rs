@@ -13,7 +13,7 @@
 //!        | line 0  static     magic version header_len capacity         |  written before
 //!        |                    max_payload frame_align total_len         |  the first admit
 //!  128   | line 1  writer-hot committed next_seq reserved tail          |  every message
-//!  256   | line 2  writer-cold closed writer_waiting                    |  rarely
+//!  256   | line 2  writer-cold closed writer_waiting wake               |  rarely
 //!  384   | line 3  spare                                                |
 //!  512   +--------------------------------------------------------------+
 //!        | data area: `capacity` bytes, a power of two                  |
@@ -54,7 +54,7 @@ pub const RING_MAGIC: u64 = u64::from_le_bytes(*b"SHMCASTR");
 /// `b"SHMCASTC"` little-endian: marks a control block.
 pub const CONTROL_MAGIC: u64 = u64::from_le_bytes(*b"SHMCASTC");
 /// Version of this layout; bumped on any incompatible change.
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 /// Smallest data area.
 pub const MIN_CAPACITY: u64 = 64;
 /// Largest data area (1 TiB): keeps every position sum far from overflow.
@@ -92,7 +92,11 @@ pub struct RingHeader {
     pub closed: u32,
     /// Writer-owned. Non-zero while the writer waits for gating subscribers to release space.
     pub writer_waiting: u32,
-    _line2: [u8; LINE - 8],
+    /// Writer-owned futex word. Incremented (Release) whenever the writer wakes subscribers
+    /// that parked with [`PARKED_FUTEX`], and at close; those subscribers `FUTEX_WAIT` on it
+    /// with the value they read before parking. Readers only ever load it.
+    pub wake: u32,
+    _line2: [u8; LINE - 12],
     _line3: [u8; LINE],
 }
 
@@ -120,7 +124,9 @@ pub struct ControlBlock {
     pub next_seq: u64,
     _line1: [u8; LINE - 16],
     /// Subscriber-written (set) and writer-written (cleared on signal): non-zero while the
-    /// subscriber is parked or about to park.
+    /// subscriber is parked or about to park. [`PARKED_SIGNAL`]: signal it individually (it
+    /// waits on its descriptor); [`PARKED_FUTEX`]: it waits on the ring's `wake` word. Any other
+    /// non-zero value is treated as [`PARKED_SIGNAL`].
     pub parked: u32,
     _line2: [u8; LINE - 4],
     /// Subscriber-written statistics: messages received.
@@ -138,6 +144,10 @@ pub const STATE_ACTIVE: u32 = 1;
 pub const STATE_EVICTED: u32 = 2;
 /// Control-block mode: the writer never overwrites what this subscriber has not released.
 pub const MODE_GATING: u32 = 1;
+/// `parked`: waits for its own signal.
+pub const PARKED_SIGNAL: u32 = 1;
+/// `parked`: waits on the ring header's `wake` futex word.
+pub const PARKED_FUTEX: u32 = 2;
 /// Control-block mode: the writer never waits for this subscriber.
 pub const MODE_LOSSY: u32 = 2;
 
@@ -156,6 +166,7 @@ pub(crate) mod hdr {
     pub const TAIL: usize = offset_of!(RingHeader, tail);
     pub const CLOSED: usize = offset_of!(RingHeader, closed);
     pub const WRITER_WAITING: usize = offset_of!(RingHeader, writer_waiting);
+    pub const WAKE: usize = offset_of!(RingHeader, wake);
 }
 
 pub(crate) mod cb {
@@ -180,7 +191,7 @@ const _: () = {
     assert!(size_of::<ControlBlock>() == CONTROL_BLOCK_LEN);
     assert!(hdr::TOTAL_LEN + 8 <= LINE);
     assert!(hdr::COMMITTED == LINE && hdr::TAIL + 8 <= 2 * LINE);
-    assert!(hdr::CLOSED == 2 * LINE && hdr::WRITER_WAITING + 4 <= 3 * LINE);
+    assert!(hdr::CLOSED == 2 * LINE && hdr::WAKE + 4 <= 3 * LINE);
     assert!(cb::START_SEQ + 8 <= LINE);
     assert!(cb::CURSOR == LINE && cb::NEXT_SEQ + 8 <= 2 * LINE);
     assert!(cb::PARKED == 2 * LINE);

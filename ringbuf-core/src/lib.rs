@@ -58,5 +58,6 @@ pub use layout::{
 pub use reader::{Copied, Frame, ReadError, Reader, ReaderStats};
 pub use region::Region;
 pub use writer::{
-    Mode, Reservation, ReserveError, Start, SubscriberId, SubscriberInfo, Writer, WriterStats,
+    Mode, Reservation, ReserveError, Start, SubscriberId, SubscriberInfo, Wakeups, Writer,
+    WriterStats,
 };

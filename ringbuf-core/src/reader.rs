@@ -38,7 +38,7 @@
 use crate::frame::{self, FrameError, Kind};
 use crate::layout::{self, LayoutError, RingConfig, cb, hdr};
 use crate::region::Region;
-use crate::sync::{Ordering, fence};
+use crate::sync::{AtomicU32, Ordering, fence};
 use core::fmt;
 
 /// Attempts to find a stable frame after being lapped before reporting "try again".
@@ -510,13 +510,33 @@ impl Reader {
         ReadError::Empty
     }
 
-    /// Announces that this reader is about to sleep, then re-checks for data. Returns `true` if it
-    /// may sleep: a later commit will see the announcement and signal it. Otherwise (data or end
-    /// of stream arrived meanwhile) the announcement is withdrawn. After waking call
+    /// Announces that this reader is about to sleep until its own signal (the transport's
+    /// per-subscriber doorbell), then re-checks for data. Returns `true` if it may sleep: a
+    /// later commit will see the announcement and signal it. Otherwise (data or end of stream
+    /// arrived meanwhile) the announcement is withdrawn. After waking call
     /// [`unpark`](Self::unpark).
     pub fn prepare_park(&mut self) -> bool {
+        self.park(layout::PARKED_SIGNAL)
+    }
+
+    /// Like [`prepare_park`](Self::prepare_park), for a reader that will sleep on the ring's
+    /// wake word ([`wake_word`](Self::wake_word)) with `FUTEX_WAIT`. Returns the value to wait
+    /// for (the word's value before the announcement), or `None` if it must not sleep.
+    pub fn prepare_park_futex(&mut self) -> Option<u32> {
+        // SYNC(futex): Acquire, before the store of `parked` (which it keeps after it); pairs with
+        // the Release increment in Writer::advance_wake_word.
+        let word = self.ring.u32_at(hdr::WAKE).load(Ordering::Acquire);
+        self.park(layout::PARKED_FUTEX).then_some(word)
+    }
+
+    /// The ring's wake word, for `FUTEX_WAIT` after [`prepare_park_futex`](Self::prepare_park_futex).
+    pub fn wake_word(&self) -> &AtomicU32 {
+        self.ring.u32_at(hdr::WAKE)
+    }
+
+    fn park(&mut self, how: u32) -> bool {
         let parked = self.cb.u32_at(cb::PARKED);
-        parked.store(1, Ordering::Relaxed);
+        parked.store(how, Ordering::Relaxed);
         // SYNC(park): SeqCst fence between the store of `parked` and the load of `committed`;
         // pairs with the fence in Writer::wake_parked (and Writer::close).
         fence(Ordering::SeqCst);

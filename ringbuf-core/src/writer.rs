@@ -36,7 +36,7 @@
 use crate::frame::{self, Kind};
 use crate::layout::{self, RingConfig, cb, hdr};
 use crate::region::Region;
-use crate::sync::{Ordering, fence};
+use crate::sync::{AtomicU32, Ordering, fence};
 use core::fmt;
 
 /// How a subscriber is served.
@@ -154,12 +154,29 @@ pub struct SubscriberInfo {
     pub lagged: u64,
 }
 
+/// What a commit (or close) asks the transport to do beyond the per-subscriber `wake` calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wakeups {
+    /// How many subscribers were passed to `wake` (parked with their own signal).
+    pub signals: usize,
+    /// Whether subscribers wait on the wake word: the transport must `FUTEX_WAKE` all its
+    /// waiters (one syscall however many there are).
+    pub futex: bool,
+}
+
+impl Wakeups {
+    /// Syscalls the transport makes to deliver these wakeups (one per signal, one for the futex).
+    pub fn syscalls(&self) -> usize {
+        self.signals + usize::from(self.futex)
+    }
+}
+
 /// Counters kept by the writer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WriterStats {
     /// Messages committed.
     pub messages: u64,
-    /// Signals requested for parked subscribers.
+    /// Wakeups requested for parked subscribers (one per signal, one per futex wake).
     pub wakeups: u64,
     /// Reservations refused because the ring was full.
     pub full: u64,
@@ -391,9 +408,11 @@ impl<A> Writer<A> {
         }
     }
 
-    /// Commits a reservation and calls `wake` for every subscriber that is parked and so needs a
-    /// signal. Returns how many were woken.
-    pub fn commit(&mut self, res: Reservation, wake: impl FnMut(&A)) -> usize {
+    /// Commits a reservation and calls `wake` for every subscriber parked with
+    /// [`PARKED_SIGNAL`](layout::PARKED_SIGNAL). Returns what the transport must do; if
+    /// [`Wakeups::futex`] is set, the [`wake_word`](Self::wake_word) was advanced and the
+    /// transport must `FUTEX_WAKE` every waiter on it.
+    pub fn commit(&mut self, res: Reservation, wake: impl FnMut(&A)) -> Wakeups {
         let off = layout::data_off(res.pos, self.mask);
         self.ring.u64_at(off).store(
             frame::encode_meta(Kind::Message, res.len),
@@ -423,30 +442,78 @@ impl<A> Writer<A> {
     }
 
     /// Reserves, copies and commits `payload` in one go.
-    pub fn send(&mut self, payload: &[u8], wake: impl FnMut(&A)) -> Result<usize, ReserveError> {
+    pub fn send(&mut self, payload: &[u8], wake: impl FnMut(&A)) -> Result<Wakeups, ReserveError> {
         let res = self.try_reserve(payload.len())?;
         self.write_payload(&res, payload);
         Ok(self.commit(res, wake))
     }
 
-    fn wake_parked(&mut self, mut wake: impl FnMut(&A)) -> usize {
+    fn wake_parked(&mut self, mut wake: impl FnMut(&A)) -> Wakeups {
         if self.slots.is_empty() {
-            return 0;
+            return Wakeups::default();
         }
         // SYNC(park): SeqCst fence between the store of `committed` and the loads of `parked`;
         // pairs with the SeqCst fence in Reader::prepare_park between its store of `parked` and
         // its load of `committed`. Either the writer sees the flag or the reader sees the commit.
         fence(Ordering::SeqCst);
-        let mut woken = 0;
+        let mut w = Wakeups::default();
         for slot in &self.slots {
             let parked = slot.cb.u32_at(cb::PARKED);
-            if parked.load(Ordering::Relaxed) != 0 && parked.swap(0, Ordering::Relaxed) != 0 {
-                wake(&slot.attachment);
-                woken += 1;
+            if parked.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            match parked.swap(0, Ordering::Relaxed) {
+                0 => {}
+                layout::PARKED_FUTEX => w.futex = true,
+                _ => {
+                    wake(&slot.attachment);
+                    w.signals += 1;
+                }
             }
         }
-        self.stats.wakeups += woken as u64;
-        woken
+        if w.futex {
+            self.advance_wake_word();
+        }
+        self.stats.wakeups += w.signals as u64 + u64::from(w.futex);
+        w
+    }
+
+    /// Advances the futex word, after the `parked` flags it answers were taken.
+    fn advance_wake_word(&self) {
+        // SYNC(futex): Release; pairs with the Acquire load in Reader::prepare_park_futex, made
+        // before that reader's store of `parked`: a reader whose flag we took read the old value,
+        // so its FUTEX_WAIT returns at once or is woken by the transport's FUTEX_WAKE.
+        self.ring.u32_at(hdr::WAKE).fetch_add(1, Ordering::Release);
+    }
+
+    /// The futex word that subscribers parked with [`PARKED_FUTEX`](layout::PARKED_FUTEX) wait
+    /// on (see [`Wakeups::futex`]).
+    pub fn wake_word(&self) -> &AtomicU32 {
+        self.ring.u32_at(hdr::WAKE)
+    }
+
+    /// Takes subscriber `id`'s park announcement, as a commit would: calls `wake` if it waits for
+    /// its own signal, or advances the wake word if it waits on it. For events other than
+    /// commits (a demotion) that the subscriber must hear.
+    pub fn wake_one(&mut self, id: SubscriberId, mut wake: impl FnMut(&A)) -> Wakeups {
+        let mut w = Wakeups::default();
+        let Some(slot) = self.slots.iter().find(|s| s.id == id) else {
+            return w;
+        };
+        // SYNC(park): as in wake_parked; the event was stored before this call.
+        fence(Ordering::SeqCst);
+        match slot.cb.u32_at(cb::PARKED).swap(0, Ordering::Relaxed) {
+            0 => {}
+            layout::PARKED_FUTEX => w.futex = true,
+            _ => {
+                wake(&slot.attachment);
+                w.signals = 1;
+            }
+        }
+        if w.futex {
+            self.advance_wake_word();
+        }
+        w
     }
 
     /// Re-reads every gating cursor. A cursor ahead of the writer, or more than a ring behind it,
@@ -624,10 +691,11 @@ impl<A> Writer<A> {
     }
 
     /// Ends the stream: subscribers drain what is committed, then see it closed. Every
-    /// subscriber is signalled (parked or not), since one waiting in an event loop must hear it.
-    pub fn close(&mut self, mut wake: impl FnMut(&A)) {
+    /// subscriber is signalled (parked or not), since one waiting in an event loop must hear it,
+    /// and the wake word is advanced ([`Wakeups::futex`]) for those waiting on it.
+    pub fn close(&mut self, mut wake: impl FnMut(&A)) -> Wakeups {
         if self.closed {
-            return;
+            return Wakeups::default();
         }
         self.closed = true;
         // SYNC(close): Release; pairs with the Acquire load of `closed` in the reader's empty path.
@@ -638,6 +706,11 @@ impl<A> Writer<A> {
         for slot in &self.slots {
             slot.cb.u32_at(cb::PARKED).store(0, Ordering::Relaxed);
             wake(&slot.attachment);
+        }
+        self.advance_wake_word();
+        Wakeups {
+            signals: self.slots.len(),
+            futex: true,
         }
     }
 

@@ -64,7 +64,7 @@ enum State {
 }
 
 struct Conn {
-    sock: OwnedFd,
+    sock: Arc<OwnedFd>,
     state: State,
 }
 
@@ -176,7 +176,7 @@ impl Control {
             self.conns.insert(
                 token,
                 Conn {
-                    sock,
+                    sock: Arc::new(sock),
                     state: State::Handshake { deadline },
                 },
             );
@@ -192,6 +192,14 @@ impl Control {
         let Some(conn) = self.conns.get(&token) else {
             return;
         };
+        if let State::Admitted { id } = conn.state {
+            // Registered for hang-ups only (its doorbells are the publisher's to read): any
+            // event is the subscriber leaving.
+            if let Some(conn) = self.conns.remove(&token) {
+                self.depart(id, &conn.sock);
+            }
+            return;
+        }
         let mut buf = [0u8; handshake::MAX_PACKET];
         let received = sys::recv_packet(conn.sock.as_fd(), &mut buf);
         match (&conn.state, received) {
@@ -200,7 +208,7 @@ impl Control {
                 let conn = self.conns.remove(&token).expect("present");
                 match Hello::decode(&buf[..n]) {
                     Ok(hello) => {
-                        if let Some(id) = self.admit(&conn.sock, hello) {
+                        if let Some(id) = self.admit(token, &conn.sock, hello) {
                             self.conns.insert(
                                 token,
                                 Conn {
@@ -225,23 +233,11 @@ impl Control {
                     self.refuse(&conn.sock, RefuseCode::BadRequest, &e.to_string());
                 }
             }
-            // An admitted subscriber has nothing to say; whatever it sends is discarded.
-            (State::Admitted { .. }, Ok(_)) => {}
-            (
-                State::Admitted { .. },
-                Err(RecvFdsError::WrongFdCount { .. } | RecvFdsError::Truncated),
-            ) => {}
-            (State::Admitted { id }, Err(_)) => {
-                let id = *id;
-                self.conns.remove(&token);
-                self.depart(id);
-            }
+            (State::Admitted { .. }, _) => unreachable!("handled above"),
         }
     }
 
-    /// Creates the subscriber's control block and wake eventfd, admits it, and sends the
-    /// descriptors. Returns its id, or `None` after refusing it.
-    fn admit(&self, sock: &OwnedFd, hello: Hello) -> Option<SubscriberId> {
+    fn admit(&self, token: u64, sock: &Arc<OwnedFd>, hello: Hello) -> Option<SubscriberId> {
         let prepared = (|| -> io::Result<_> {
             let cb = Arc::new(SharedMemory::create_control_block(
                 "shmcast-cb",
@@ -251,10 +247,12 @@ impl Control {
             // read-write, and kept alive by the Arc passed as owner.
             let region = unsafe { Region::from_raw_parts(cb.as_ptr(), cb.len(), cb.clone()) }
                 .ok_or_else(|| io::Error::other("misaligned control block"))?;
-            let wake = Arc::new(sys::eventfd_create(true)?);
-            Ok((cb, region, wake))
+            // From now on the connection's data is doorbells, read by the publisher.
+            sys::epoll_del(self.epoll.as_fd(), sock.as_fd())?;
+            sys::epoll_add_hangup(self.epoll.as_fd(), sock.as_fd(), token)?;
+            Ok((cb, region))
         })();
-        let (cb, region, wake) = match prepared {
+        let (cb, region) = match prepared {
             Ok(p) => p,
             Err(e) => {
                 self.refuse(
@@ -268,7 +266,7 @@ impl Control {
         let (id, ring_len) = {
             let mut w = self.shared.lock();
             let ring_len = w.ring().len() as u64;
-            match w.admit(region, hello.mode, hello.start, Link { wake: wake.clone() }) {
+            match w.admit(region, hello.mode, hello.start, Link { conn: sock.clone() }) {
                 Ok(id) => (id, ring_len),
                 Err(e) => {
                     drop(w);
@@ -283,15 +281,11 @@ impl Control {
             cb_len: CONTROL_BLOCK_LEN as u64,
         }
         .encode();
-        let fds = [
-            self.shared.ring_ro.as_fd(),
-            cb.fd(),
-            wake.as_fd(),
-            self.shared.shared_wake.as_fd(),
-            self.shared.space.as_fd(),
-        ];
+        let fds = [self.shared.ring_ro.as_fd(), cb.fd()];
         debug_assert_eq!(fds.len(), handshake::WELCOME_FDS);
-        if sys::send_with_fds(sock.as_fd(), &welcome, &fds).is_err() {
+        if sys::send_with_fds(sock.as_fd(), &welcome, &fds).is_err()
+            || sys::epoll_add(self.shared.space_epoll.as_fd(), sock.as_fd(), id.0).is_err()
+        {
             self.shared.lock().remove(id);
             return None;
         }
@@ -299,11 +293,13 @@ impl Control {
         Some(id)
     }
 
-    /// Removes a subscriber whose connection ended and lets a waiting publisher re-check.
-    fn depart(&self, id: SubscriberId) {
+    /// Removes a subscriber whose connection hung up, and wakes the publisher in case it was
+    /// waiting for that subscriber's space.
+    fn depart(&self, id: SubscriberId, sock: &OwnedFd) {
+        let _ = sys::epoll_del(self.shared.space_epoll.as_fd(), sock.as_fd());
         self.shared.lock().remove(id);
         self.shared.departed.fetch_add(1, Ordering::Relaxed);
-        let _ = sys::eventfd_signal(self.shared.space.as_fd());
+        let _ = sys::eventfd_signal(self.shared.kick.as_fd());
     }
 
     fn expire_handshakes(&mut self) {

@@ -3,9 +3,11 @@
 //! ```text
 //! subscriber -> publisher  HELLO    magic "SHMC" | version u16 | kind 1 | mode u8 | start u8 | 6 zero bytes
 //! publisher -> subscriber  WELCOME  magic | version | kind 2 | flags u32 (0) | ring_len u64 | cb_len u64
-//!                                   + 5 descriptors: ring (read-only), control block, private wake
-//!                                     eventfd, shared wake eventfd, publisher's space eventfd
+//!                                   + 2 descriptors: ring (read-only), control block
 //! publisher -> subscriber  REFUSE   magic | version | kind 3 | code u16 | text_len u16 | text
+//! after WELCOME, both ways DOORBELL 1 byte, never blocking (MSG_DONTWAIT): "look at the ring"
+//!                                   (publisher: a commit for a parked subscriber, a demotion;
+//!                                   subscriber: space released while the publisher waits)
 //! ```
 //!
 //! All integers little-endian. A packet of the wrong length, magic, version or kind is refused;
@@ -16,7 +18,7 @@ use std::fmt;
 
 const MAGIC: [u8; 4] = *b"SHMC";
 /// Version of the control protocol.
-pub(crate) const VERSION: u16 = 1;
+pub(crate) const VERSION: u16 = 2;
 const KIND_HELLO: u16 = 1;
 const KIND_WELCOME: u16 = 2;
 const KIND_REFUSE: u16 = 3;
@@ -26,7 +28,7 @@ const HELLO_LEN: usize = 16;
 const WELCOME_LEN: usize = 32;
 const REFUSE_MAX_TEXT: usize = MAX_PACKET - 12;
 /// Descriptors a WELCOME carries.
-pub(crate) const WELCOME_FDS: usize = 5;
+pub(crate) const WELCOME_FDS: usize = 2;
 
 /// A malformed control packet.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -2,9 +2,9 @@
 //!
 //! A [`Publisher`] writes each message once into a ring in a sealed memfd; any number of
 //! [`Subscriber`] processes read it in place, each with its own cursor. A subscriber with nothing
-//! to read parks and is woken through an eventfd; a busy one costs the publisher no syscall. The
-//! memfd and eventfds travel over a unix socket, so nothing is left in `/dev/shm` when a process
-//! dies. A *gating* subscriber never misses a message (the publisher waits for it, up to an
+//! to read parks and is woken with one futex wake for all sleepers (or, in an event loop, through
+//! its descriptor); a busy one costs the publisher no syscall. The memfds travel over a unix
+//! socket, so nothing is left in `/dev/shm` when a process dies. A *gating* subscriber never misses a message (the publisher waits for it, up to an
 //! optional stall bound); a *lossy* one never slows the publisher and is told exactly how many
 //! messages it missed.
 //!
@@ -51,15 +51,15 @@ mod sys;
 mod topic;
 
 pub use error::{BindError, ConnectError, LoanError, PodError, RecvError, TopicError};
-pub use publisher::{
-    Admission, Loan, PodLoan, Publisher, PublisherBuilder, PublisherStats, WakeMode,
-};
+pub use publisher::{Admission, Loan, PodLoan, Publisher, PublisherBuilder, PublisherStats};
 pub use shmcast_core::{FrameError, Mode, Start, SubscriberId, SubscriberInfo};
 pub use subscriber::{Sample, Subscriber, SubscriberBuilder, SubscriberStats};
 
 /// How long a parked subscriber or a publisher waiting for space sleeps before re-checking by
 /// itself. Wakeups are never lost between correct peers (the loom models check it); this bounds
-/// what a hostile subscriber that drains a shared eventfd can do to others: delay, never hang.
+/// how late a subscriber blocked in `recv` notices a publisher that died without closing (a
+/// futex has no hang-up), and what a peer that withholds or floods doorbells can do: delay,
+/// never hang.
 pub(crate) const PARK_RECHECK: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Test support: counts this process's open descriptors (for leak checks).
@@ -77,10 +77,8 @@ pub mod __test_support {
     use std::os::fd::{AsFd, OwnedFd};
     use std::path::Path;
 
-    /// Connects to `path`, asks as a lossy subscriber and returns the five descriptors of the
-    /// welcome (ring, control block, private and shared wake eventfds, space eventfd) and the
-    /// socket, or the
-    /// publisher's refusal text.
+    /// Connects to `path`, asks as a lossy subscriber and returns the descriptors of the
+    /// welcome (ring, control block) and the socket, or the publisher's refusal text.
     pub fn raw_handshake(path: &Path) -> std::io::Result<Result<(Vec<OwnedFd>, OwnedFd), String>> {
         let sock = sys::seqpacket_connect(path, Some(std::time::Duration::from_secs(5)))?;
         let hello = Hello {

@@ -28,7 +28,9 @@ use crate::error::{BindError, LoanError, PodError};
 use crate::shm::SharedMemory;
 use crate::sys;
 use crate::topic;
-use shmcast_core::{Region, ReserveError, RingConfig, SubscriberId, SubscriberInfo, Writer};
+use shmcast_core::{
+    Region, ReserveError, RingConfig, SubscriberId, SubscriberInfo, Wakeups, Writer,
+};
 use std::ops::{Deref, DerefMut};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -61,40 +63,6 @@ impl Admission {
     }
 }
 
-/// How parked subscribers are woken. Every subscriber watches two eventfds, edge-triggered, in
-/// its own epoll instance: its private one and one shared by all subscribers.
-///
-/// Figures behind the default are in `docs/architecture.md` ("Wake strategy").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum WakeMode {
-    /// One `write` per parked subscriber, to its private eventfd.
-    PerSubscriber,
-    /// One `write` to the shared eventfd however many are parked; every registered subscriber's
-    /// epoll is visited by the kernel, parked or not.
-    Shared,
-    /// Per commit: the shared eventfd when at least two and about a third of the subscribers
-    /// are parked (`parked ≥ 2` and `3·parked ≥ registered + 2`), else the private ones. One syscall for many sleepers,
-    /// without charging every busy subscriber for a few sleepers.
-    #[default]
-    Hybrid,
-}
-
-/// Fewest parked subscribers for which [`WakeMode::Hybrid`] uses the shared eventfd.
-const HYBRID_MIN_SHARED: usize = 2;
-
-impl WakeMode {
-    /// Whether to write the shared eventfd rather than `parked` private ones.
-    fn use_shared(self, parked: usize, registered: usize) -> bool {
-        match self {
-            WakeMode::PerSubscriber => false,
-            WakeMode::Shared => true,
-            // One sleeper is cheaper to wake privately (no walk over the others' epolls); from
-            // two on, one shared write wins once a third or so of the subscribers are parked.
-            WakeMode::Hybrid => parked >= HYBRID_MIN_SHARED && 3 * parked >= registered + 2,
-        }
-    }
-}
-
 /// Settings for a [`Publisher`].
 #[derive(Clone, Debug)]
 pub struct PublisherBuilder {
@@ -105,12 +73,11 @@ pub struct PublisherBuilder {
     stall_bound: Option<Duration>,
     handshake_timeout: Duration,
     max_pending: usize,
-    wake: WakeMode,
 }
 
 impl PublisherBuilder {
     /// Defaults: a 1 MiB ring, messages up to a quarter of it, same-uid admission, no stall
-    /// bound, 2 s handshake timeout, hybrid wakeups.
+    /// bound, 2 s handshake timeout.
     pub fn new(topic: impl Into<String>) -> Self {
         PublisherBuilder {
             topic: topic.into(),
@@ -120,7 +87,6 @@ impl PublisherBuilder {
             stall_bound: None,
             handshake_timeout: Duration::from_secs(2),
             max_pending: 64,
-            wake: WakeMode::default(),
         }
     }
 
@@ -162,22 +128,18 @@ impl PublisherBuilder {
         self
     }
 
-    /// How parked subscribers are woken.
-    pub fn wake_mode(mut self, wake: WakeMode) -> Self {
-        self.wake = wake;
-        self
-    }
-
     /// Creates the ring and starts serving the topic.
     pub fn bind(self) -> Result<Publisher, BindError> {
         Publisher::create(self)
     }
 }
 
-/// What the writer keeps per subscriber: how to wake it.
+/// What the writer keeps per subscriber: how to reach it.
 pub(crate) struct Link {
-    /// Its private eventfd.
-    pub(crate) wake: Arc<OwnedFd>,
+    /// Its connection: the doorbell a subscriber waiting in an event loop watches, and on which
+    /// it rings the publisher back when it frees space. Only this side's end: no flag the
+    /// subscriber sets can make a send on it block (see [`sys::doorbell_ring`]).
+    pub(crate) conn: Arc<OwnedFd>,
 }
 
 /// State shared by the publisher and its control thread.
@@ -185,11 +147,12 @@ pub(crate) struct Shared {
     pub(crate) writer: Mutex<Writer<Link>>,
     /// Read-only descriptor of the ring, handed to subscribers.
     pub(crate) ring_ro: OwnedFd,
-    /// Signalled by releasing subscribers (and the control thread) while the publisher waits.
-    pub(crate) space: OwnedFd,
-    /// The wake eventfd every subscriber watches.
-    pub(crate) shared_wake: OwnedFd,
-    pub(crate) wake_mode: WakeMode,
+    /// Where the publisher waits for space: every admitted connection (token: subscriber id),
+    /// plus `kick`.
+    pub(crate) space_epoll: OwnedFd,
+    /// Private to this process: the control thread's signal that a subscriber left (its space
+    /// is free). Token [`KICK`].
+    pub(crate) kick: OwnedFd,
     pub(crate) admission: Admission,
     pub(crate) handshake_timeout: Duration,
     pub(crate) max_pending: usize,
@@ -199,38 +162,46 @@ pub(crate) struct Shared {
     pub(crate) departed: AtomicU64,
 }
 
+/// `space_epoll` token of `kick` (subscriber ids start at 0 and never reach it).
+pub(crate) const KICK: u64 = u64::MAX;
+
 impl Shared {
     pub(crate) fn lock(&self) -> MutexGuard<'_, Writer<Link>> {
         self.writer.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs `commit` (a commit or a close), collecting the subscribers it names into `parked`,
-    /// then signals them: one shared write or one write each (see [`WakeMode`]). Counts the
-    /// syscalls. Nothing is done, and nothing allocated, when nobody is named.
+    /// Runs `event` (a commit, a close, a demotion) and delivers the wakeups it asks for: a
+    /// doorbell to each subscriber waiting on its descriptor, one `FUTEX_WAKE` for all those
+    /// waiting on the ring's wake word. Counts the syscalls; makes none when nobody is parked.
     fn wake(
         &self,
         writer: &mut Writer<Link>,
-        parked: &mut Vec<Arc<OwnedFd>>,
-        commit: impl FnOnce(&mut Writer<Link>, &mut dyn FnMut(&Link)),
+        event: impl FnOnce(&mut Writer<Link>, &mut dyn FnMut(&Link)) -> Wakeups,
     ) {
-        commit(writer, &mut |link: &Link| parked.push(link.wake.clone()));
-        if parked.is_empty() {
-            return;
+        let w = event(writer, &mut |link: &Link| {
+            // Full (a doorbell is already pending) or gone (the control thread removes it).
+            let _ = sys::doorbell_ring(link.conn.as_fd());
+        });
+        if w.futex {
+            let _ = sys::futex_wake_all(writer.wake_word());
         }
-        let calls = if self
-            .wake_mode
-            .use_shared(parked.len(), writer.subscriber_count())
-        {
-            let _ = sys::eventfd_signal(self.shared_wake.as_fd());
-            1
-        } else {
-            for fd in parked.iter() {
-                let _ = sys::eventfd_signal(fd.as_fd());
+        let calls = w.syscalls() as u64;
+        if calls > 0 {
+            self.wake_syscalls.fetch_add(calls, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes the doorbells of the subscribers `space_epoll` reported (and the control
+    /// thread's kick), so that they do not stay readable. Bounded: a subscriber that floods its
+    /// connection costs a waiting publisher some reads, never a hang.
+    fn drain_space_signals(&self, writer: &Writer<Link>, tokens: &[u64]) {
+        for &token in tokens {
+            if token == KICK {
+                let _ = sys::eventfd_drain(self.kick.as_fd());
+            } else if let Some(link) = writer.attachment(SubscriberId(token)) {
+                sys::doorbell_drain(link.conn.as_fd());
             }
-            parked.len() as u64
-        };
-        parked.clear();
-        self.wake_syscalls.fetch_add(calls, Ordering::Relaxed);
+        }
     }
 }
 
@@ -239,7 +210,7 @@ impl Shared {
 pub struct PublisherStats {
     /// Messages published.
     pub messages: u64,
-    /// Wake syscalls made (eventfd writes). Zero while no subscriber is parked.
+    /// Wake syscalls made (doorbell sends and futex wakes). Zero while no subscriber is parked.
     pub wake_syscalls: u64,
     /// Times a loan found the ring full.
     pub full: u64,
@@ -267,8 +238,6 @@ pub struct Publisher {
     stall_bound: Option<Duration>,
     space_waits: u64,
     max_message: usize,
-    /// Reused list of subscribers a commit must signal.
-    parked: Vec<Arc<OwnedFd>>,
 }
 
 impl std::fmt::Debug for Publisher {
@@ -307,12 +276,14 @@ impl Publisher {
         let writer = Writer::new(region, cfg).map_err(|e| std::io::Error::other(e.to_string()))?;
         drop(ring);
 
+        let space_epoll = sys::epoll_create()?;
+        let kick = sys::eventfd_create(true)?;
+        sys::epoll_add(space_epoll.as_fd(), kick.as_fd(), KICK)?;
         let shared = Arc::new(Shared {
             writer: Mutex::new(writer),
             ring_ro,
-            space: sys::eventfd_create(true)?,
-            shared_wake: sys::eventfd_create(true)?,
-            wake_mode: b.wake,
+            space_epoll,
+            kick,
             admission: b.admission,
             handshake_timeout: b.handshake_timeout,
             max_pending: b.max_pending,
@@ -335,7 +306,6 @@ impl Publisher {
             stall_bound: b.stall_bound,
             space_waits: 0,
             max_message: cfg.max_payload(),
-            parked: Vec::new(),
         })
     }
 
@@ -372,9 +342,9 @@ impl Publisher {
         wait: Option<Option<Instant>>,
     ) -> Result<Loan<'_>, LoanError> {
         let shared: &Shared = &self.shared;
-        let parked = &mut self.parked;
         let mut guard = shared.lock();
         let mut stalled_since = Instant::now();
+        let mut tokens = [0u64; 16];
         loop {
             let err = match guard.try_reserve(len) {
                 Ok(res) => {
@@ -383,7 +353,6 @@ impl Publisher {
                         guard,
                         res: Some(res),
                         shared,
-                        parked,
                         ptr,
                         len,
                     });
@@ -427,20 +396,14 @@ impl Publisher {
                     .map(|t| t.saturating_duration_since(Instant::now()))
                     .map_or(crate::PARK_RECHECK, |t| t.min(crate::PARK_RECHECK));
                 self.space_waits += 1;
-                // Drain only what poll saw: never a read that could block on an empty counter.
-                sys::wait_readable(shared.space.as_fd(), Some(timeout)).and_then(|ready| {
-                    if ready {
-                        sys::eventfd_drain(shared.space.as_fd())
-                    } else {
-                        Ok(0)
-                    }
-                })
+                sys::epoll_wait(shared.space_epoll.as_fd(), &mut tokens, Some(timeout))
             } else {
                 Ok(0)
             };
             guard = shared.lock();
             guard.end_wait_for_space();
-            waited.map_err(LoanError::Io)?;
+            let ready = waited.map_err(LoanError::Io)?;
+            shared.drain_space_signals(&guard, &tokens[..ready]);
         }
     }
 
@@ -496,11 +459,8 @@ impl Publisher {
 
 /// Demotes `id` and wakes it so a parked subscriber learns of it.
 fn demote(shared: &Shared, writer: &mut Writer<Link>, id: SubscriberId) {
-    if writer.demote(id)
-        && let Some(link) = writer.attachment(id)
-    {
-        let _ = sys::eventfd_signal(link.wake.as_fd());
-        shared.wake_syscalls.fetch_add(1, Ordering::Relaxed);
+    if writer.demote(id) {
+        shared.wake(writer, |w, wake| w.wake_one(id, wake));
     }
 }
 
@@ -508,8 +468,7 @@ impl Drop for Publisher {
     fn drop(&mut self) {
         {
             let mut w = self.shared.lock();
-            self.shared
-                .wake(&mut w, &mut self.parked, |w, wake| w.close(wake));
+            self.shared.wake(&mut w, |w, wake| w.close(wake));
         }
         let _ = sys::eventfd_signal(self.shutdown.as_fd());
         if let Some(control) = self.control.take() {
@@ -536,7 +495,6 @@ pub struct Loan<'a> {
     guard: MutexGuard<'a, Writer<Link>>,
     res: Option<shmcast_core::Reservation>,
     shared: &'a Shared,
-    parked: &'a mut Vec<Arc<OwnedFd>>,
     ptr: *mut u8,
     len: usize,
 }
@@ -545,9 +503,8 @@ impl Loan<'_> {
     /// Publishes the buffer to every subscriber.
     pub fn publish(mut self) {
         if let Some(res) = self.res.take() {
-            self.shared.wake(&mut self.guard, self.parked, |w, wake| {
-                w.commit(res, wake);
-            });
+            self.shared
+                .wake(&mut self.guard, |w, wake| w.commit(res, wake));
         }
     }
 

@@ -39,7 +39,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const TOKEN_WAKE: u64 = 1;
+const TOKEN_SELF: u64 = 1;
 const TOKEN_SOCKET: u64 = 2;
 
 /// Settings for a [`Subscriber`].
@@ -127,12 +127,17 @@ pub struct SubscriberStats {
 /// One subscription to a topic.
 pub struct Subscriber {
     reader: Reader,
-    /// The connection; `None` once the publisher hung up.
-    sock: Option<OwnedFd>,
+    /// The connection: the publisher's doorbells arrive on it (for an armed `try_recv`), ours
+    /// go out on it (space released while the publisher waits), and its hang-up is the
+    /// publisher's death.
+    sock: OwnedFd,
+    /// The publisher hung up.
+    gone: bool,
+    /// What [`AsFd`] exposes: `sock` and `own`, level-triggered.
     epoll: OwnedFd,
-    /// Private and shared wake eventfds (registered in `epoll`, never read).
-    _wake: [OwnedFd; 2],
-    space: OwnedFd,
+    /// An eventfd only this subscriber holds, registered edge-triggered in `epoll` and never
+    /// read: `try_recv` writes it to make the descriptor readable by itself.
+    own: OwnedFd,
     buf: Vec<u8>,
     spin: u32,
     demotion_reported: bool,
@@ -240,7 +245,7 @@ impl Subscriber {
                 "unexpected sizes: ring {ring_len}, control block {cb_len}"
             )));
         }
-        let [ring_fd, cb_fd, wake, shared_wake, space]: [OwnedFd; handshake::WELCOME_FDS] = fds
+        let [ring_fd, cb_fd]: [OwnedFd; handshake::WELCOME_FDS] = fds
             .try_into()
             .map_err(|_| ConnectError::Protocol("descriptor count".into()))?;
 
@@ -260,19 +265,17 @@ impl Subscriber {
         let reader = Reader::attach(ring, cb).map_err(ConnectError::Layout)?;
 
         sys::set_nonblocking(sock.as_fd(), true)?;
-        sys::set_nonblocking(space.as_fd(), true)?;
+        let own = sys::eventfd_create(true)?;
         let epoll = sys::epoll_create()?;
-        // Edge-triggered and never read: every write makes one event for each waiter, and the
-        // shared eventfd's events must not be stolen from the other subscribers.
-        sys::epoll_add_edge(epoll.as_fd(), wake.as_fd(), TOKEN_WAKE)?;
-        sys::epoll_add_edge(epoll.as_fd(), shared_wake.as_fd(), TOKEN_WAKE)?;
         sys::epoll_add(epoll.as_fd(), sock.as_fd(), TOKEN_SOCKET)?;
+        // Edge-triggered and never read: each write makes one event.
+        sys::epoll_add_edge(epoll.as_fd(), own.as_fd(), TOKEN_SELF)?;
         Ok(Subscriber {
             reader,
-            sock: Some(sock),
+            sock,
+            gone: false,
             epoll,
-            _wake: [wake, shared_wake],
-            space,
+            own,
             buf: Vec::new(),
             spin: b.spin,
             demotion_reported: false,
@@ -314,7 +317,7 @@ impl Subscriber {
         }
         // Data is announced but not yet readable (a lapped reader racing the writer): make our
         // descriptor readable so an event loop comes straight back.
-        let _ = sys::eventfd_signal(self._wake[0].as_fd());
+        let _ = sys::eventfd_signal(self.own.as_fd());
         Err(RecvError::Empty)
     }
 
@@ -350,11 +353,18 @@ impl Subscriber {
                 },
                 None => crate::PARK_RECHECK,
             };
-            if self.reader.prepare_park() {
+            // Sleep on the ring's wake word: one FUTEX_WAKE from the publisher wakes every
+            // subscriber sleeping there. A dead publisher wakes nobody: its hang-up is noticed
+            // when a sleep runs its full course (at most PARK_RECHECK).
+            if let Some(word) = self.reader.prepare_park_futex() {
                 self.parks += 1;
-                let waited = self.poll_events(Some(timeout));
+                let slept = Instant::now();
+                let waited = sys::futex_wait(self.reader.wake_word(), word, timeout);
                 self.reader.unpark();
-                waited?;
+                waited.map_err(RecvError::Io)?;
+                if slept.elapsed() >= timeout {
+                    self.poll_events(Some(Duration::ZERO))?;
+                }
             }
         }
     }
@@ -369,21 +379,13 @@ impl Subscriber {
         Ok(())
     }
 
+    /// Takes the publisher's doorbells; notes a hang-up.
     fn check_socket(&mut self) {
-        let Some(sock) = &self.sock else { return };
-        let mut buf = [0u8; handshake::MAX_PACKET];
-        loop {
-            match sys::recv_packet(sock.as_fd(), &mut buf) {
-                // The publisher has nothing to say after the handshake; ignore anything it does.
-                Ok(_) => continue,
-                Err(RecvFdsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(RecvFdsError::WrongFdCount { .. } | RecvFdsError::Truncated) => continue,
-                Err(_) => break,
-            }
+        if !self.gone && !sys::doorbell_drain(self.sock.as_fd()) {
+            // Hung up: the publisher is gone; its last commit happened before the hang-up.
+            self.gone = true;
+            self.reader.set_writer_gone();
         }
-        // Hung up: the publisher is gone; its last commit happened before the hang-up.
-        self.sock = None;
-        self.reader.set_writer_gone();
     }
 
     fn next(&mut self) -> Result<Option<Got>, RecvError> {
@@ -505,8 +507,10 @@ impl Drop for Sample<'_> {
     fn drop(&mut self) {
         if let Some(frame) = self.frame.take()
             && self.sub.reader.release(frame)
+            && !self.sub.gone
         {
-            let _ = sys::eventfd_signal(self.sub.space.as_fd());
+            // Never blocks; a full queue means the publisher already has a doorbell pending.
+            let _ = sys::doorbell_ring(self.sub.sock.as_fd());
         }
     }
 }

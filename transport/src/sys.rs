@@ -31,6 +31,7 @@ use std::io;
 use std::mem::{MaybeUninit, size_of};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
+use std::sync::atomic::AtomicU32;
 use std::time::{Duration, Instant};
 
 use rustix::event::epoll;
@@ -42,6 +43,7 @@ use rustix::net::{
     AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags,
     SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
 };
+use rustix::thread::futex::Flags as FutexFlags;
 
 pub(crate) use rustix::fs::SealFlags;
 
@@ -169,6 +171,66 @@ pub(crate) fn eventfd_drain(fd: BorrowedFd<'_>) -> io::Result<u64> {
     }
 }
 
+/// `futex(word, FUTEX_WAIT, expected, timeout)`—Sleeps while `*word == expected`, at most
+/// `timeout`, on a word in memory shared between processes (the ring's wake word).
+///
+/// Returns when woken, when the word no longer holds `expected`, on timeout or on a signal:
+/// callers re-check their condition in every case, so all of these are `Ok`. Waiting needs only
+/// read access, so it works on a read-only mapping.
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) -> io::Result<()> {
+    let timeout = Timespec {
+        tv_sec: timeout.as_secs().min(i64::MAX as u64) as i64,
+        tv_nsec: i64::from(timeout.subsec_nanos()),
+    };
+    match rustix::thread::futex::wait(word, FutexFlags::empty(), expected, Some(&timeout)) {
+        Ok(()) | Err(Errno::AGAIN | Errno::TIMEDOUT | Errno::INTR) => Ok(()),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// `futex(word, FUTEX_WAKE, INT_MAX)`—Wakes every process waiting on `word`; returns how many.
+///
+/// Cannot block, whatever any other process does with the word or its memory.
+pub(crate) fn futex_wake_all(word: &AtomicU32) -> io::Result<usize> {
+    Ok(rustix::thread::futex::wake(
+        word,
+        FutexFlags::empty(),
+        i32::MAX as u32,
+    )?)
+}
+
+/// `send(sock, [1], MSG_DONTWAIT | MSG_NOSIGNAL)`—Rings a peer's doorbell: one byte on a
+/// connected packet socket, which makes the peer's end readable.
+///
+/// Never blocks: `MSG_DONTWAIT` applies to this call alone, so no flag the peer sets on its own
+/// end (or on a shared open file description, which a socket end is not) can change that. A full
+/// queue means the peer has doorbells pending and is already readable: that is success.
+pub(crate) fn doorbell_ring(sock: BorrowedFd<'_>) -> io::Result<()> {
+    match retry_eintr(|| rustix::net::send(sock, &[1], SendFlags::DONTWAIT | SendFlags::NOSIGNAL)) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Most doorbell packets [`doorbell_drain`] takes in one call.
+const DOORBELL_DRAIN_MAX: usize = 64;
+
+/// `recvmsg(sock, MSG_DONTWAIT)` until empty—Takes pending doorbells from a connected packet
+/// socket (at most 64; a flood leaves the rest readable). Descriptors a hostile peer attaches are
+/// closed. Returns `false` if the peer hung up or the socket failed.
+pub(crate) fn doorbell_drain(sock: BorrowedFd<'_>) -> bool {
+    let mut buf = [0u8; 16];
+    for _ in 0..DOORBELL_DRAIN_MAX {
+        match recv_with_fds(sock, &mut buf, 0) {
+            Ok(_) | Err(RecvFdsError::WrongFdCount { .. } | RecvFdsError::Truncated) => {}
+            Err(RecvFdsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
 /// Polls `fds` for input until one is ready or the deadline passes (`revents` stay zero then).
 fn poll_in(fds: &mut [PollFd<'_>], timeout: Option<Duration>) -> io::Result<()> {
     let deadline = Deadline::after(timeout);
@@ -250,6 +312,26 @@ pub(crate) fn epoll_add(epfd: BorrowedFd<'_>, fd: BorrowedFd<'_>, token: u64) ->
         epoll::EventData::new_u64(token),
         flags,
     )?)
+}
+
+/// `epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLRDHUP)`—Registers `fd` for hang-ups and errors
+/// only: data arriving on it does not wake this epoll instance.
+pub(crate) fn epoll_add_hangup(
+    epfd: BorrowedFd<'_>,
+    fd: BorrowedFd<'_>,
+    token: u64,
+) -> io::Result<()> {
+    Ok(epoll::add(
+        epfd,
+        fd,
+        epoll::EventData::new_u64(token),
+        epoll::EventFlags::RDHUP,
+    )?)
+}
+
+/// `epoll_ctl(epfd, EPOLL_CTL_DEL, fd)`—Unregisters `fd`.
+pub(crate) fn epoll_del(epfd: BorrowedFd<'_>, fd: BorrowedFd<'_>) -> io::Result<()> {
+    Ok(epoll::delete(epfd, fd)?)
 }
 
 /// Most events one [`epoll_wait`] call returns.

@@ -1,7 +1,7 @@
-//! Publisher and subscribers in one process (real memfds, sockets and eventfds; threads instead
+//! Publisher and subscribers in one process (real memfds, sockets, futexes and eventfds; threads instead
 //! of processes): the API's contract, quickly.
 
-use shmcast::{ConnectError, LoanError, Mode, Publisher, RecvError, Start, Subscriber, WakeMode};
+use shmcast::{ConnectError, LoanError, Mode, Publisher, RecvError, Start, Subscriber};
 use std::time::Duration;
 
 fn topic(name: &str) -> String {
@@ -45,9 +45,9 @@ fn send_receive_in_place_and_typed() {
 
 #[test]
 fn blocking_receive_is_woken() {
-    for wake in [WakeMode::Shared, WakeMode::PerSubscriber, WakeMode::Hybrid] {
-        let t = topic(&format!("wake-{wake:?}"));
-        let mut publisher = Publisher::builder(&t).wake_mode(wake).bind().unwrap();
+    for round in 0..3 {
+        let t = topic(&format!("wake-{round}"));
+        let mut publisher = Publisher::bind(&t).unwrap();
         let subs: Vec<_> = (0..3).map(|_| Subscriber::connect(&t).unwrap()).collect();
         let readers: Vec<_> = subs
             .into_iter()
@@ -213,38 +213,66 @@ fn until_parked(p: &Publisher, n: usize) {
     }
 }
 
+/// Whether `fd` is readable now.
+fn readable(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, zero timeout.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n == 1 && p.revents & libc::POLLIN != 0
+}
+
 #[test]
-fn wake_syscalls_per_mode() {
-    // (mode, subscribers, of which parked, expected syscalls for one commit)
+fn wake_syscalls_per_commit() {
+    // (subscribers, of which asleep in recv, of which armed by try_recv, expected syscalls for
+    // one commit): one futex wake however many sleep in recv, one doorbell per armed one.
     let cases = [
-        (WakeMode::PerSubscriber, 3, 3, 3),
-        (WakeMode::Shared, 3, 3, 1),
-        (WakeMode::Hybrid, 3, 3, 1),
-        (WakeMode::Hybrid, 1, 1, 1),
-        (WakeMode::Hybrid, 4, 1, 1),
-        (WakeMode::Hybrid, 5, 4, 1),
-        (WakeMode::Hybrid, 12, 4, 4),
-        (WakeMode::Hybrid, 6, 5, 1),
+        (3, 3, 0, 1),
+        (1, 1, 0, 1),
+        (12, 4, 0, 1),
+        (3, 0, 2, 2),
+        (5, 2, 2, 3),
+        (2, 0, 0, 0),
     ];
-    for (i, (mode, subs, parked, expected)) in cases.into_iter().enumerate() {
+    for (i, (subs, sleeping, armed, expected)) in cases.into_iter().enumerate() {
         let t = topic(&format!("calls-{i}"));
-        let mut publisher = Publisher::builder(&t).wake_mode(mode).bind().unwrap();
+        let mut publisher = Publisher::bind(&t).unwrap();
         let mut all: Vec<_> = (0..subs)
             .map(|_| Subscriber::connect(&t).unwrap())
             .collect();
         let sleepers: Vec<_> = all
-            .drain(..parked)
+            .drain(..sleeping)
             .map(|mut s| std::thread::spawn(move || s.recv_timeout(T).map(|m| m.seq()).unwrap()))
             .collect();
-        until_parked(&publisher, parked);
+        for s in &mut all[..armed] {
+            assert!(matches!(s.try_recv(), Err(RecvError::Empty)));
+            assert!(
+                !readable(std::os::fd::AsFd::as_fd(s)),
+                "armed, nothing to read"
+            );
+        }
+        until_parked(&publisher, sleeping + armed);
         publisher.send(b"x").unwrap();
         for s in sleepers {
             assert_eq!(s.join().unwrap(), 0);
         }
+        for s in &mut all[..armed] {
+            assert!(readable(std::os::fd::AsFd::as_fd(s)), "the doorbell rang");
+            assert_eq!(s.try_recv().unwrap().seq(), 0);
+            assert!(matches!(s.try_recv(), Err(RecvError::Empty)));
+            assert!(
+                !readable(std::os::fd::AsFd::as_fd(s)),
+                "doorbell taken, re-armed"
+            );
+        }
         assert_eq!(
             publisher.stats().wake_syscalls,
             expected,
-            "{mode:?} {subs}/{parked}"
+            "{subs} subscribers, {sleeping} asleep, {armed} armed"
         );
         drop(all);
     }
@@ -265,7 +293,7 @@ fn silent_and_garbage_clients_do_not_delay_others() {
     let mut wrong_version = b"SHMC\x09\x00\x01\x00\x01\x00\0\0\0\0\0\0".to_vec();
     let reply = raw_send(&path, &wrong_version, &[]).unwrap().unwrap();
     assert!(reply.contains("protocol version 9"), "{reply}");
-    wrong_version[4] = 1;
+    wrong_version[4] = 2;
     let fd = raw_connect(&path).unwrap(); // a descriptor sent to the publisher is refused
     let reply = raw_send(&path, &wrong_version, &[std::os::fd::AsFd::as_fd(&fd)])
         .unwrap()

@@ -22,24 +22,13 @@ int main(int argc, char **argv) {
     double deadline;
 
     if (argc < 4) {
-        FAIL("usage: pub TOPIC COUNT SUBSCRIBERS [CAPACITY [hybrid|shared|per-subscriber]]");
+        FAIL("usage: pub TOPIC COUNT SUBSCRIBERS [CAPACITY]");
     }
     count = strtoull(argv[2], NULL, 10);
     subscribers = strtoull(argv[3], NULL, 10);
 
     CHECK_OK(shmcast_publisher_options_init(&opts));
     opts.capacity = argc > 4 ? strtoull(argv[4], NULL, 10) : 65536;
-    if (argc > 5) {
-        if (strcmp(argv[5], "hybrid") == 0) {
-            opts.wake_mode = SHMCAST_WAKE_HYBRID;
-        } else if (strcmp(argv[5], "shared") == 0) {
-            opts.wake_mode = SHMCAST_WAKE_SHARED;
-        } else if (strcmp(argv[5], "per-subscriber") == 0) {
-            opts.wake_mode = SHMCAST_WAKE_PER_SUBSCRIBER;
-        } else {
-            FAIL("unknown wake mode %s", argv[5]);
-        }
-    }
     CHECK_OK(shmcast_publisher_create(argv[1], &opts, &pub));
     printf("listening %s\n", shmcast_publisher_path(pub));
     fflush(stdout);
