@@ -80,9 +80,17 @@ pub mod __test_support {
     /// Connects to `path`, asks as a lossy subscriber and returns the descriptors of the
     /// welcome (ring, control block) and the socket, or the publisher's refusal text.
     pub fn raw_handshake(path: &Path) -> std::io::Result<Result<(Vec<OwnedFd>, OwnedFd), String>> {
+        raw_handshake_as(path, crate::Mode::Lossy)
+    }
+
+    /// [`raw_handshake`] asking for `mode`.
+    pub fn raw_handshake_as(
+        path: &Path,
+        mode: crate::Mode,
+    ) -> std::io::Result<Result<(Vec<OwnedFd>, OwnedFd), String>> {
         let sock = sys::seqpacket_connect(path, Some(std::time::Duration::from_secs(5)))?;
         let hello = Hello {
-            mode: crate::Mode::Lossy,
+            mode,
             start: crate::Start::Newest,
         };
         // A refusing publisher may have closed already; its refusal is still queued.
