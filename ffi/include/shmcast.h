@@ -293,7 +293,9 @@ typedef struct shmcast_publisher_stats {
      */
     uint64_t messages;
     /**
-     * Wake syscalls made (eventfd writes); zero while no subscriber is parked.
+     * Wake syscalls made (one futex wake for all subscribers asleep in a receive, one
+     * never-blocking doorbell per subscriber waiting on its descriptor); zero while none is
+     * parked.
      */
     uint64_t wake_syscalls;
     /**
@@ -476,7 +478,7 @@ uint64_t shmcast_last_lagged_count(void);
 
 /**
  * Fills `opts` with the defaults: a 1 MiB ring, messages up to a quarter of it, same-uid
- * admission, no stall bound, 2 s handshake timeout, 64 pending handshakes, hybrid wakeups.
+ * admission, no stall bound, 2 s handshake timeout, 64 pending handshakes.
  *
  * Returns 0, or `SHMCAST_EINVAL` if `opts` is `NULL`. Never blocks. Thread-safe.
  *
@@ -588,8 +590,8 @@ int shmcast_publisher_loan(struct shmcast_publisher *pub, size_t len, int timeou
  * Publishes the outstanding loan to every subscriber and ends it.
  *
  * The buffer from `shmcast_publisher_loan` must not be touched afterwards. Parked subscribers
- * are woken (one eventfd write in the default wake mode, none if nobody is parked). Never
- * blocks.
+ * are woken (one futex wake for all those blocked in a receive, one doorbell per subscriber
+ * waiting on its descriptor, none if nobody is parked). Never blocks.
  *
  * Errors: `SHMCAST_EINVAL` (null `pub`, or no loan is outstanding).
  *
@@ -762,7 +764,7 @@ int shmcast_subscriber_recv(struct shmcast_subscriber *sub,
  * and for a gating subscriber the publisher may reuse the space.
  *
  * Clears `*sample`. Releasing a cleared sample (`owner == NULL`) does nothing and returns 0.
- * Never blocks (it may make one eventfd write to wake a publisher waiting for space).
+ * Never blocks (it may send one non-blocking doorbell to a publisher waiting for space).
  *
  * Errors: `SHMCAST_EINVAL` (null `sample`, or it is not the sample its subscriber holds, e.g.
  * a copy of one already released).

@@ -235,7 +235,7 @@ pub(crate) fn subscriber_builder(
 }
 
 /// Fills `opts` with the defaults: a 1 MiB ring, messages up to a quarter of it, same-uid
-/// admission, no stall bound, 2 s handshake timeout, 64 pending handshakes, hybrid wakeups.
+/// admission, no stall bound, 2 s handshake timeout, 64 pending handshakes.
 ///
 /// Returns 0, or `SHMCAST_EINVAL` if `opts` is `NULL`. Never blocks. Thread-safe.
 ///

@@ -79,7 +79,9 @@ impl Drop for shmcast_publisher {
 pub struct shmcast_publisher_stats {
     /// Messages published.
     pub messages: u64,
-    /// Wake syscalls made (eventfd writes); zero while no subscriber is parked.
+    /// Wake syscalls made (one futex wake for all subscribers asleep in a receive, one
+    /// never-blocking doorbell per subscriber waiting on its descriptor); zero while none is
+    /// parked.
     pub wake_syscalls: u64,
     /// Times a loan found the ring full.
     pub full: u64,
@@ -282,8 +284,8 @@ pub unsafe extern "C" fn shmcast_publisher_loan(
 /// Publishes the outstanding loan to every subscriber and ends it.
 ///
 /// The buffer from `shmcast_publisher_loan` must not be touched afterwards. Parked subscribers
-/// are woken (one eventfd write in the default wake mode, none if nobody is parked). Never
-/// blocks.
+/// are woken (one futex wake for all those blocked in a receive, one doorbell per subscriber
+/// waiting on its descriptor, none if nobody is parked). Never blocks.
 ///
 /// Errors: `SHMCAST_EINVAL` (null `pub`, or no loan is outstanding).
 ///

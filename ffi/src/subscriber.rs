@@ -268,7 +268,7 @@ pub unsafe extern "C" fn shmcast_subscriber_recv(
 /// and for a gating subscriber the publisher may reuse the space.
 ///
 /// Clears `*sample`. Releasing a cleared sample (`owner == NULL`) does nothing and returns 0.
-/// Never blocks (it may make one eventfd write to wake a publisher waiting for space).
+/// Never blocks (it may send one non-blocking doorbell to a publisher waiting for space).
 ///
 /// Errors: `SHMCAST_EINVAL` (null `sample`, or it is not the sample its subscriber holds, e.g.
 /// a copy of one already released).
