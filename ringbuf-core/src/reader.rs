@@ -151,6 +151,10 @@ pub struct Reader {
     pos: u64,
     /// Sequence number the next message must carry.
     seq: u64,
+    /// The last `committed` a gating peek loaded (Acquire). Frames below it are committed and,
+    /// for a gating reader, stay intact until released, so peeks below it need not reload the
+    /// writer's hot line.
+    seen: u64,
     gating: bool,
     writer_gone: bool,
     stats: ReaderStats,
@@ -212,6 +216,7 @@ impl Reader {
             cb,
             pos,
             seq,
+            seen: pos,
             gating,
             writer_gone: false,
             stats: ReaderStats::default(),
@@ -290,7 +295,10 @@ impl Reader {
         if !self.gating {
             return Err(ReadError::Demoted);
         }
-        let committed = self.load_committed()?;
+        if self.pos >= self.seen {
+            self.seen = self.load_committed()?;
+        }
+        let committed = self.seen;
         loop {
             if self.pos == committed {
                 return Err(self.at_end());
