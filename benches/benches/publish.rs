@@ -39,8 +39,8 @@ fn loan_publish(c: &mut Criterion) {
     group.finish();
 }
 
-/// Receives until `Empty`: `try_recv` then leaves the subscriber announced as parked, so the
-/// next commit must signal it.
+/// Receives until `Empty`: `try_recv` then leaves the subscriber announced as parked (waiting
+/// on its descriptor), so the next commit must ring its doorbell.
 fn park(sub: &mut Subscriber) {
     loop {
         match sub.try_recv() {
@@ -52,9 +52,9 @@ fn park(sub: &mut Subscriber) {
     }
 }
 
-/// One 64-byte publish while 0, 1 or 8 subscribers are parked: the flag scan and the eventfd
-/// write(s) the wake mode chooses. Only the publish is timed; re-parking is not. Nobody sleeps
-/// in the kernel here, so this is the publisher's side of a wake alone.
+/// One 64-byte publish while 0, 1 or 8 subscribers are parked on their descriptors: the flag
+/// scan and one non-blocking doorbell send each. Only the publish is timed; re-parking is not.
+/// Nobody sleeps in the kernel here, so this is the publisher's side of a wake alone.
 fn publish_parked(c: &mut Criterion) {
     let mut group = c.benchmark_group("publish_parked");
     for parked in [0usize, 1, 8] {

@@ -56,13 +56,13 @@ fn rust_publisher_c_subscriber(r: Runner) {
     assert_eq!(got.value("received", "checksum"), expected_checksum(COUNT));
 }
 
-/// A C publisher (waking through the shared eventfd) and a Rust subscriber.
+/// A C publisher and a Rust subscriber.
 fn c_publisher_rust_subscriber(r: Runner) {
     let topic = r.topic("c2r");
     let count = COUNT.to_string();
     let publisher = r.spawn(
         &compile("pub", Link::Shared),
-        &[&topic, &count, "1", "65536", "shared"],
+        &[&topic, &count, "1", "65536"],
     );
     let mut sub = Subscriber::builder(&topic)
         .connect_timeout(r.limit())
@@ -143,8 +143,7 @@ fn error_paths(r: Runner) {
     assert!(got.stdout.contains("checks passed"), "{}", got.stdout);
 }
 
-/// The C subscriber starts reading only after the C publisher (waking each subscriber
-/// through its own eventfd) exited: it drains everything,
+/// The C subscriber starts reading only after the C publisher exited: it drains everything,
 /// then gets `SHMCAST_EDISCONNECTED`.
 fn drain_after_publisher_exit(r: Runner) {
     let topic = r.topic("drain");

@@ -216,9 +216,10 @@ pub(crate) fn doorbell_ring(sock: BorrowedFd<'_>) -> io::Result<()> {
 /// Most doorbell packets [`doorbell_drain`] takes in one call.
 const DOORBELL_DRAIN_MAX: usize = 64;
 
-/// `recvmsg(sock, MSG_DONTWAIT)` until empty—Takes pending doorbells from a connected packet
-/// socket (at most 64; a flood leaves the rest readable). Descriptors a hostile peer attaches are
-/// closed. Returns `false` if the peer hung up or the socket failed.
+/// `recvmsg(sock, MSG_CMSG_CLOEXEC)` until `EAGAIN`—Takes pending doorbells from a connected
+/// packet socket (at most 64; a flood leaves the rest readable). `sock` must be our own
+/// non-blocking end (each end is a separate file, so the peer cannot change that). Descriptors
+/// a hostile peer attaches are closed. Returns `false` if the peer hung up or the socket failed.
 pub(crate) fn doorbell_drain(sock: BorrowedFd<'_>) -> bool {
     let mut buf = [0u8; 16];
     for _ in 0..DOORBELL_DRAIN_MAX {
