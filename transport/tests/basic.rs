@@ -1,6 +1,10 @@
-//! Publisher and subscribers in one process (real memfds, sockets, futexes and eventfds; threads instead
-//! of processes): the API's contract, quickly.
+//! Publisher and subscribers in one process (real memfds, sockets, futexes and eventfds; threads
+//! instead of processes): the API's contract, quickly. Every test holds a `FdGuard`: it ends with
+//! the process's descriptors as they were.
 
+mod common;
+
+use common::FdGuard;
 use shmcast::{ConnectError, LoanError, Mode, Publisher, RecvError, Start, Subscriber};
 use std::time::Duration;
 
@@ -12,6 +16,7 @@ const T: Duration = Duration::from_secs(10);
 
 #[test]
 fn send_receive_in_place_and_typed() {
+    let fds = FdGuard::new();
     let t = topic("typed");
     let mut publisher = Publisher::builder(&t).capacity(1 << 16).bind().unwrap();
     let mut sub = Subscriber::connect(&t).unwrap();
@@ -41,10 +46,13 @@ fn send_receive_in_place_and_typed() {
     );
     assert!(matches!(sub.try_recv(), Err(RecvError::Empty)));
     assert_eq!(publisher.stats().wake_syscalls, 0, "nobody was parked");
+    drop((sub, publisher));
+    fds.check();
 }
 
 #[test]
 fn blocking_receive_is_woken() {
+    let fds = FdGuard::new();
     for round in 0..3 {
         let t = topic(&format!("wake-{round}"));
         let mut publisher = Publisher::bind(&t).unwrap();
@@ -79,10 +87,12 @@ fn blocking_receive_is_woken() {
             }
         }
     }
+    fds.check();
 }
 
 #[test]
 fn full_ring_try_loan_and_timeout() {
+    let fds = FdGuard::new();
     let t = topic("full");
     let mut publisher = Publisher::builder(&t)
         .capacity(1024)
@@ -106,10 +116,13 @@ fn full_ring_try_loan_and_timeout() {
     ));
     drop(sub.recv_timeout(T).unwrap());
     publisher.try_loan(200).unwrap().publish();
+    drop((sub, publisher));
+    fds.check();
 }
 
 #[test]
 fn stall_bound_demotes_and_subscriber_is_told() {
+    let fds = FdGuard::new();
     let t = topic("stall");
     let mut publisher = Publisher::builder(&t)
         .capacity(1024)
@@ -132,10 +145,13 @@ fn stall_bound_demotes_and_subscriber_is_told() {
         rest += 1;
     }
     assert_eq!(n + rest, 20);
+    drop((sub, publisher));
+    fds.check();
 }
 
 #[test]
 fn late_joiner_from_oldest_and_lossy_lag() {
+    let fds = FdGuard::new();
     let t = topic("oldest");
     let mut publisher = Publisher::builder(&t).capacity(4096).bind().unwrap();
     for i in 0..10u8 {
@@ -156,10 +172,13 @@ fn late_joiner_from_oldest_and_lossy_lag() {
     };
     let next = lossy.recv_timeout(T).unwrap().seq();
     assert_eq!(next, 10 + n);
+    drop((old, lossy, publisher));
+    fds.check();
 }
 
 #[test]
 fn no_publisher_and_topic_in_use() {
+    let fds = FdGuard::new();
     let t = topic("missing");
     assert!(matches!(
         Subscriber::connect(&t),
@@ -179,10 +198,12 @@ fn no_publisher_and_topic_in_use() {
     let path = publisher.path().to_owned();
     drop(publisher);
     assert!(!path.exists(), "socket removed on clean shutdown");
+    fds.check();
 }
 
 #[test]
 fn waits_for_a_publisher_that_appears_later() {
+    let fds = FdGuard::new();
     let t = topic("later");
     let t2 = t.clone();
     let sub = std::thread::spawn(move || {
@@ -199,6 +220,8 @@ fn waits_for_a_publisher_that_appears_later() {
     }
     publisher.send(b"late").unwrap();
     assert_eq!(sub.join().unwrap(), b"late");
+    drop(publisher);
+    fds.check();
 }
 
 /// Waits until `n` subscribers are parked.
@@ -228,6 +251,7 @@ fn readable(fd: std::os::fd::BorrowedFd<'_>) -> bool {
 
 #[test]
 fn wake_syscalls_per_commit() {
+    let fds = FdGuard::new();
     // (subscribers, of which asleep in recv, of which armed by try_recv, expected syscalls for
     // one commit): one futex wake however many sleep in recv, one doorbell per armed one.
     let cases = [
@@ -276,10 +300,12 @@ fn wake_syscalls_per_commit() {
         );
         drop(all);
     }
+    fds.check();
 }
 
 #[test]
 fn silent_and_garbage_clients_do_not_delay_others() {
+    let fds = FdGuard::new();
     use shmcast::__test_support::{raw_connect, raw_send};
     let t = topic("silent");
     let mut publisher = Publisher::builder(&t)
@@ -313,4 +339,6 @@ fn silent_and_garbage_clients_do_not_delay_others() {
     }
     drop(silent);
     assert_eq!(publisher.subscriber_count(), 1);
+    drop((fd, sub, publisher));
+    fds.check();
 }

@@ -1,201 +1,35 @@
-//! Real processes: this test binary re-executes itself in a child role (see `role_entry`) so
-//! publishers and subscribers live in separate processes with separate address spaces.
-//! Every wait is bounded by a watchdog; none of these tests asserts on time.
+//! Real processes: this test binary re-executes itself in a child role (see `role_entry` and
+//! `common::child`) so publishers and subscribers live in separate processes with separate
+//! address spaces. Every wait is bounded by a watchdog; none of these tests asserts on time.
+//! Every test holds a `FdGuard`: it ends with the process's descriptors as they were.
 
+mod common;
+
+use common::child::{WATCHDOG, spawn};
+use common::message::{message, verify};
+use common::{FdGuard, roles, until};
 use shmcast::{ConnectError, Mode, Publisher, RecvError, Subscriber};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-const WATCHDOG: Duration = Duration::from_secs(300);
+use std::time::Duration;
 
 fn topic(name: &str) -> String {
     format!("mp-{}-{name}", std::process::id())
 }
 
-/// Starts this binary in `role` with `args`.
-fn spawn(role: &str, args: &[String]) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "role_entry",
-            "--nocapture",
-            "--include-ignored",
-            "--test-threads=1",
-        ])
-        .env("SHMCAST_ROLE", role)
-        .env("SHMCAST_ARGS", args.join(" "))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap()
-}
-
-/// Waits for a child to exit, killing it (and failing) if the watchdog expires.
-fn wait(mut child: Child, what: &str) -> String {
-    let deadline = Instant::now() + WATCHDOG;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let mut out = String::new();
-            std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
-            assert!(status.success(), "{what} failed: {status}\n{out}");
-            return out;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("watchdog: {what} still running after {WATCHDOG:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Reads the child's stdout until a line containing `prefix` (bounded by the watchdog).
-fn expect_line(child: &mut Child, prefix: &str) -> String {
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let prefix_owned = prefix.to_owned();
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(out);
-        let mut line = String::new();
-        while reader.read_line(&mut line).unwrap_or(0) > 0 {
-            // libtest prints `test role_entry ... ` before the child's first line.
-            if line.contains(&prefix_owned) {
-                let _ = tx.send(Some((line.clone(), reader)));
-                return;
-            }
-            line.clear();
-        }
-        let _ = tx.send(None);
-    });
-    match rx.recv_timeout(WATCHDOG) {
-        Ok(Some((line, reader))) => {
-            child.stdout = Some(reader.into_inner());
-            line
-        }
-        Ok(None) => panic!("child ended before printing {prefix:?}"),
-        Err(_) => panic!("watchdog: no {prefix:?} from child"),
-    }
-}
-
-/// Deterministic message `seq`: size from 0 to `max`, header [seq, checksum], body a pattern.
-fn message(seq: u64, max: usize, buf: &mut Vec<u8>) {
-    let mut x = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0xdead_beef;
-    x ^= x >> 29;
-    let len = (x % (max as u64 + 1)) as usize;
-    buf.clear();
-    buf.resize(len, 0);
-    for (i, b) in buf.iter_mut().enumerate().skip(16) {
-        *b = (x as usize).wrapping_add(i * 131) as u8;
-    }
-    if len >= 16 {
-        let sum = checksum(&buf[16..]);
-        buf[..8].copy_from_slice(&seq.to_le_bytes());
-        buf[8..16].copy_from_slice(&sum.to_le_bytes());
-    } else {
-        buf.iter_mut()
-            .enumerate()
-            .for_each(|(i, b)| *b = (seq as u8).wrapping_add(i as u8));
-    }
-}
-
-fn checksum(bytes: &[u8]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    let mut words = bytes.chunks_exact(8);
-    for w in words.by_ref() {
-        h = (h ^ u64::from_le_bytes(w.try_into().unwrap())).wrapping_mul(0x100_0000_01b3);
-    }
-    for &b in words.remainder() {
-        h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
-    }
-    h
-}
-
-/// Checks a received payload against what message `seq` must be.
-fn verify(seq: u64, payload: &[u8], max: usize, scratch: &mut Vec<u8>) {
-    message(seq, max, scratch);
-    assert_eq!(payload.len(), scratch.len(), "length of message {seq}");
-    if payload.len() >= 16 {
-        assert_eq!(
-            u64::from_le_bytes(payload[..8].try_into().unwrap()),
-            seq,
-            "seq field"
-        );
-        let sum = u64::from_le_bytes(payload[8..16].try_into().unwrap());
-        assert_eq!(checksum(&payload[16..]), sum, "checksum of message {seq}");
-    } else {
-        assert_eq!(payload, &scratch[..], "bytes of message {seq}");
-    }
-}
-
-/// The child side. Runs only when re-executed with SHMCAST_ROLE set.
+/// The child side. Runs only when re-executed in a role by `common::child::spawn`.
 #[test]
 #[ignore = "entry point of child processes"]
 fn role_entry() {
-    let Ok(role) = std::env::var("SHMCAST_ROLE") else {
+    let Some((role, args)) = common::child::role() else {
         return;
     };
-    let args: Vec<String> = std::env::var("SHMCAST_ARGS")
-        .unwrap()
-        .split(' ')
-        .map(str::to_owned)
-        .collect();
     match role.as_str() {
-        "subscriber" => role_subscriber(&args),
+        "subscriber" => roles::subscriber(&args),
+        "publisher" => roles::publisher(&args),
         "stall" => role_stall(&args),
-        "publisher" => role_publisher(&args),
         "other-uid" => role_other_uid(&args),
         "hostile-writer" => role_hostile_writer(&args),
         r => panic!("unknown role {r}"),
     }
-}
-
-/// args: topic mode max expected. Receives until disconnected; prints a summary line.
-fn role_subscriber(args: &[String]) {
-    let (topic, mode, max, expected) = (
-        &args[0],
-        &args[1],
-        args[2].parse().unwrap(),
-        args[3].parse::<u64>().unwrap(),
-    );
-    let mode = if mode == "gating" {
-        Mode::Gating
-    } else {
-        Mode::Lossy
-    };
-    let mut sub = Subscriber::builder(topic)
-        .mode(mode)
-        .connect_timeout(Duration::from_secs(30))
-        .connect()
-        .unwrap();
-    println!("ready");
-    let (mut received, mut lagged, mut next) = (0u64, 0u64, 0u64);
-    let mut scratch = Vec::new();
-    loop {
-        match sub.recv_timeout(Duration::from_secs(60)) {
-            Ok(m) => {
-                assert_eq!(m.seq(), next, "in order");
-                verify(m.seq(), &m, max, &mut scratch);
-                received += 1;
-                next += 1;
-            }
-            Err(RecvError::Lagged(n)) => {
-                assert_eq!(mode, Mode::Lossy, "a gating subscriber never lags");
-                lagged += n;
-                next += n;
-            }
-            Err(RecvError::Disconnected) => break,
-            Err(e) => panic!("subscriber: {e}"),
-        }
-    }
-    assert_eq!(
-        received + lagged,
-        expected,
-        "every message received or counted as missed"
-    );
-    if mode == Mode::Gating {
-        assert_eq!(received, expected);
-    }
-    println!("summary received={received} lagged={lagged}");
 }
 
 /// args: topic. A gating subscriber that reads three messages, then stops reading for ever.
@@ -209,32 +43,6 @@ fn role_stall(args: &[String]) {
         drop(sub.recv_timeout(Duration::from_secs(60)).unwrap());
     }
     println!("stalled");
-    std::thread::sleep(Duration::from_secs(3600));
-}
-
-/// args: topic count subscribers. Publishes `count` messages once `subscribers` are connected,
-/// then reports and waits to be killed.
-fn role_publisher(args: &[String]) {
-    let (count, subs): (u64, usize) = (args[1].parse().unwrap(), args[2].parse().unwrap());
-    // Room for every message: the test reads only after the publisher is killed.
-    let mut publisher = Publisher::builder(&args[0])
-        .capacity(1 << 22)
-        .max_message(4096)
-        .bind()
-        .unwrap();
-    println!("bound");
-    while publisher.subscriber_count() < subs {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let mut buf = Vec::new();
-    for seq in 0..count {
-        message(seq, 4096, &mut buf);
-        publisher.send(&buf).unwrap();
-    }
-    // A loan left open when the process dies: nobody may ever see it.
-    let mut loan = publisher.loan(64).unwrap();
-    loan.fill(0xee);
-    println!("published {count}");
     std::thread::sleep(Duration::from_secs(3600));
 }
 
@@ -318,6 +126,7 @@ fn million_messages_to_two_gating_and_two_lossy_processes() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
+    let fds = FdGuard::new();
     let max = 64 * 1024;
     let t = topic("million");
     let mut publisher = Publisher::builder(&t)
@@ -337,13 +146,13 @@ fn million_messages_to_two_gating_and_two_lossy_processes() {
                     count.to_string(),
                 ],
             );
-            expect_line(&mut c, "ready");
+            c.expect_line("ready");
             c
         })
         .collect();
-    while publisher.subscriber_count() < 4 {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    until("subscribers never admitted", || {
+        publisher.subscriber_count() == 4
+    });
     let mut buf = Vec::new();
     for seq in 0..count {
         message(seq, max, &mut buf);
@@ -357,9 +166,11 @@ fn million_messages_to_two_gating_and_two_lossy_processes() {
     drop(publisher);
     let mut lossy_received = 0;
     for (i, c) in children.drain(..).enumerate() {
-        let out = wait(c, &format!("subscriber {i}"));
+        let out = c.finish();
         eprintln!("subscriber {i}: {}", out.trim());
-        if i >= 2 {
+        if i < 2 {
+            assert!(out.contains(&format!("received={count} lagged=0")), "{out}");
+        } else {
             lossy_received += out
                 .split("received=")
                 .nth(1)
@@ -374,10 +185,12 @@ fn million_messages_to_two_gating_and_two_lossy_processes() {
         stats.wake_syscalls,
         stats.wake_syscalls as f64 / count as f64
     );
+    fds.check();
 }
 
 #[test]
 fn sigkill_of_a_stalled_gating_subscriber_frees_the_publisher() {
+    let fds = FdGuard::new();
     let t = topic("stall");
     let mut publisher = Publisher::builder(&t)
         .capacity(4096)
@@ -385,16 +198,16 @@ fn sigkill_of_a_stalled_gating_subscriber_frees_the_publisher() {
         .bind()
         .unwrap();
     let mut stalled = spawn("stall", std::slice::from_ref(&t));
-    expect_line(&mut stalled, "ready");
+    stalled.expect_line("ready");
     let count = 2000u64;
     let mut healthy = spawn(
         "subscriber",
         &[t.clone(), "gating".into(), "256".into(), count.to_string()],
     );
-    expect_line(&mut healthy, "ready");
-    while publisher.subscriber_count() < 2 {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    healthy.expect_line("ready");
+    until("subscribers never admitted", || {
+        publisher.subscriber_count() == 2
+    });
     let mut buf = Vec::new();
     let mut seq = 0;
     // Fill until the stalled subscriber holds the ring.
@@ -414,11 +227,10 @@ fn sigkill_of_a_stalled_gating_subscriber_frees_the_publisher() {
         seq < count,
         "the stalled subscriber must have filled the ring"
     );
-    expect_line(&mut stalled, "stalled");
+    stalled.expect_line("stalled");
     let killer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(300));
-        stalled.kill().unwrap();
-        stalled.wait().unwrap();
+        stalled.kill();
     });
     // This loan is waiting on the stalled subscriber when it is killed.
     while seq < count {
@@ -431,18 +243,21 @@ fn sigkill_of_a_stalled_gating_subscriber_frees_the_publisher() {
         seq += 1;
     }
     killer.join().unwrap();
-    assert!(publisher.stats().departed >= 1);
+    assert_eq!(publisher.stats().departed, 1);
     drop(publisher);
-    let out = wait(healthy, "healthy subscriber");
+    let out = healthy.finish();
     assert!(out.contains(&format!("received={count} lagged=0")), "{out}");
+    fds.check();
 }
 
 #[test]
 fn sigkill_of_the_publisher_drains_then_disconnects() {
+    let fds = FdGuard::new();
     let t = topic("pubkill");
     let count = 1000u64;
     let mut publisher = spawn("publisher", &[t.clone(), count.to_string(), "2".into()]);
-    expect_line(&mut publisher, "bound");
+    let bound = publisher.expect_line("bound ");
+    let path = std::path::PathBuf::from(bound.split("bound ").nth(1).unwrap());
     let subs: Vec<_> = [Mode::Gating, Mode::Lossy]
         .into_iter()
         .map(|mode| {
@@ -453,9 +268,8 @@ fn sigkill_of_the_publisher_drains_then_disconnects() {
                 .unwrap()
         })
         .collect();
-    expect_line(&mut publisher, "published");
-    publisher.kill().unwrap();
-    publisher.wait().unwrap();
+    publisher.expect_line("published");
+    publisher.kill();
     for mut sub in subs {
         let mut scratch = Vec::new();
         let mut next = 0;
@@ -479,22 +293,32 @@ fn sigkill_of_the_publisher_drains_then_disconnects() {
             Err(RecvError::Disconnected)
         ));
     }
+    // The killed publisher left its socket file; a successor takes it over and removes it.
+    assert!(path.exists(), "a killed publisher cannot remove its socket");
+    drop(Publisher::bind(&t).expect("a new publisher replaces the stale socket"));
+    assert!(!path.exists(), "socket file removed on clean shutdown");
+    fds.check();
 }
 
 #[test]
 fn a_subscriber_process_cannot_write_the_ring() {
+    let fds = FdGuard::new();
     let t = topic("readonly");
     let publisher = Publisher::bind(&t).unwrap();
     let child = spawn("hostile-writer", &[publisher.path().display().to_string()]);
-    let out = wait(child, "hostile writer");
+    let out = child.finish();
     assert!(out.contains("ring is read-only"), "{out}");
+    drop(publisher);
+    fds.check();
 }
 
 #[test]
 fn another_uid_is_refused_before_any_fd_is_sent() {
+    let fds = FdGuard::new();
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: needs root to switch to another uid");
+        fds.check();
         return;
     }
     let dir = std::env::temp_dir().join(format!("shmcast-uid-test-{}", std::process::id()));
@@ -504,16 +328,14 @@ fn another_uid_is_refused_before_any_fd_is_sent() {
     let publisher = Publisher::bind(path.to_str().unwrap()).unwrap();
     // Let the other uid reach the socket, so that the credential check is what stops it.
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
-    let out = wait(
-        spawn("other-uid", &[path.display().to_string()]),
-        "other-uid client",
-    );
+    let out = spawn("other-uid", &[path.display().to_string()]).finish();
     assert!(out.contains("refused: uid 65534 is not admitted"), "{out}");
     assert!(out.contains("refused again"), "{out}");
     assert_eq!(publisher.subscriber_count(), 0);
     assert!(publisher.stats().refused >= 2);
     drop(publisher);
     std::fs::remove_dir_all(&dir).unwrap();
+    fds.check();
 }
 
 fn dev_shm() -> Vec<String> {
@@ -530,23 +352,15 @@ fn dev_shm() -> Vec<String> {
 
 #[test]
 fn thousand_connect_cycles_leak_nothing() {
+    let fds = FdGuard::new();
     let shm_before = dev_shm();
     let t = topic("cycles");
     let mut publisher = Publisher::builder(&t).capacity(1 << 16).bind().unwrap();
     // Warm up lazily allocated descriptors (epoll, eventfds) before counting.
     drop(Subscriber::connect(&t).unwrap());
-    let settle = |p: &Publisher| {
-        let deadline = Instant::now() + WATCHDOG;
-        while p.subscriber_count() > 0 {
-            assert!(
-                Instant::now() < deadline,
-                "watchdog: departures not processed"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    };
+    let settle = |p: &Publisher| until("departures not processed", || p.subscriber_count() == 0);
     settle(&publisher);
-    let before = shmcast::open_fd_count().unwrap();
+    let before = fds.snapshot();
     for i in 0..1000u32 {
         let mode = if i % 2 == 0 {
             Mode::Gating
@@ -565,20 +379,21 @@ fn thousand_connect_cycles_leak_nothing() {
         }
     }
     settle(&publisher);
-    let after = shmcast::open_fd_count().unwrap();
-    assert_eq!(
-        before, after,
-        "open descriptors (publisher and subscriber sides in this process)"
+    fds.expect(
+        &before,
+        "after 1000 cycles (publisher and subscriber sides in this process)",
     );
     assert_eq!(publisher.stats().admitted, 1001);
     let path = publisher.path().to_owned();
     drop(publisher);
     assert!(!path.exists(), "socket file removed on clean shutdown");
     assert_eq!(dev_shm(), shm_before, "nothing appears in /dev/shm");
+    fds.check();
 }
 
 #[test]
 fn busy_subscribers_cost_the_publisher_no_syscall() {
+    let fds = FdGuard::new();
     let t = topic("busy");
     let mut publisher = Publisher::builder(&t).capacity(1 << 20).bind().unwrap();
     let mut subs: Vec<_> = (0..3).map(|_| Subscriber::connect(&t).unwrap()).collect();
@@ -606,10 +421,12 @@ fn busy_subscribers_cost_the_publisher_no_syscall() {
             .map(|m| m.seq())
             .unwrap()
     });
-    while publisher.stats().subscribers.iter().all(|s| !s.parked) {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    until("the subscriber never parked", || {
+        publisher.stats().subscribers.iter().any(|s| s.parked)
+    });
     publisher.send(b"wake").unwrap();
     assert_eq!(waiter.join().unwrap(), 10_000);
     assert_eq!(publisher.stats().wake_syscalls, 1);
+    drop((subs, publisher));
+    fds.check();
 }

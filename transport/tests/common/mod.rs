@@ -1,0 +1,23 @@
+//! What every transport integration test shares: the descriptor-leak guard, child processes in
+//! roles, deterministic messages, and the roles more than one test binary starts.
+// Each test binary uses a different part of this module.
+#![allow(dead_code)]
+
+pub mod child;
+pub mod fds;
+pub mod message;
+pub mod roles;
+
+pub use fds::FdGuard;
+
+use std::time::{Duration, Instant};
+
+/// Polls `done` until it holds; panics with `what` if the [`WATCHDOG`](child::WATCHDOG)
+/// expires first.
+pub fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + child::WATCHDOG;
+    while !done() {
+        assert!(Instant::now() < deadline, "watchdog: {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}

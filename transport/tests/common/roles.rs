@@ -1,0 +1,116 @@
+//! Child roles that more than one test binary starts (see [`super::child`]).
+
+use super::FdGuard;
+use super::child::WATCHDOG;
+use super::message::{message, verify};
+use shmcast::{Mode, Publisher, RecvError, Subscriber};
+use std::time::{Duration, Instant};
+
+/// args: topic mode max expected, where mode is `gating`, `lossy` or `demotable` (gating, and
+/// told of a demotion at most once). Receives until disconnected, checking every message, every
+/// gap and its own descriptors; prints `ready` once connected, `demoted after N` and
+/// `lagged N` as they happen, and `summary received=… lagged=… lag_events=… demoted=…` last.
+pub fn subscriber(args: &[String]) {
+    let fds = FdGuard::new();
+    let (topic, mode, max, expected) = (
+        &args[0],
+        args[1].as_str(),
+        args[2].parse().unwrap(),
+        args[3].parse::<u64>().unwrap(),
+    );
+    let gating = mode != "lossy";
+    let mut sub = Subscriber::builder(topic)
+        .mode(if gating { Mode::Gating } else { Mode::Lossy })
+        .connect_timeout(Duration::from_secs(30))
+        .connect()
+        .unwrap();
+    println!("ready");
+    let (mut received, mut lagged, mut lag_events, mut next) = (0u64, 0u64, 0u64, 0u64);
+    let mut demoted = false;
+    let mut scratch = Vec::new();
+    loop {
+        let error = match sub.recv_timeout(Duration::from_secs(60)) {
+            Ok(m) => {
+                assert_eq!(
+                    m.seq(),
+                    next,
+                    "in order, and after a lag exactly `n` further"
+                );
+                verify(m.seq(), &m, max, &mut scratch);
+                received += 1;
+                next += 1;
+                continue;
+            }
+            Err(e) => e,
+        };
+        match error {
+            RecvError::Lagged(n) => {
+                assert!(
+                    !gating || demoted,
+                    "a gating subscriber lags only after its demotion"
+                );
+                assert!(n > 0, "Lagged(0)");
+                lagged += n;
+                lag_events += 1;
+                next += n;
+                println!("lagged {n}");
+            }
+            RecvError::Demoted => {
+                assert!(mode == "demotable" && !demoted, "unexpected demotion");
+                assert!(!sub.is_gating());
+                demoted = true;
+                println!("demoted after {received}");
+            }
+            RecvError::Disconnected => break,
+            e => panic!("subscriber: {e}"),
+        }
+    }
+    assert_eq!(
+        received + lagged,
+        expected,
+        "every message received or counted as missed"
+    );
+    let stats = sub.stats();
+    assert_eq!(
+        (stats.received, stats.lagged, stats.lag_events),
+        (received, lagged, lag_events),
+        "the subscriber's own counters"
+    );
+    drop(sub);
+    fds.check();
+    println!(
+        "summary received={received} lagged={lagged} lag_events={lag_events} demoted={demoted}"
+    );
+}
+
+/// args: topic count subscribers. Binds (printing `bound PATH`), publishes `count` messages (of
+/// up to 4096 bytes) once `subscribers` are connected, leaves a loan open, prints `published`
+/// and waits to be killed.
+pub fn publisher(args: &[String]) {
+    let (count, subs): (u64, usize) = (args[1].parse().unwrap(), args[2].parse().unwrap());
+    // Room for every message: the test may read only after the publisher is killed.
+    let mut publisher = Publisher::builder(&args[0])
+        .capacity(1 << 22)
+        .max_message(4096)
+        .bind()
+        .unwrap();
+    println!("bound {}", publisher.path().display());
+    let deadline = Instant::now() + WATCHDOG;
+    while publisher.subscriber_count() < subs {
+        assert!(
+            Instant::now() < deadline,
+            "watchdog: subscribers never came"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut buf = Vec::new();
+    for seq in 0..count {
+        message(seq, 4096, &mut buf);
+        publisher.send(&buf).unwrap();
+    }
+    // A loan left open when the process dies: nobody may ever see it.
+    let mut loan = publisher.loan(64).unwrap();
+    loan.fill(0xee);
+    println!("published {count}");
+    std::thread::sleep(Duration::from_secs(3600));
+}

@@ -1,0 +1,450 @@
+//! Faults with real processes: subscribers killed (SIGKILL) while holding a sample, while parked
+//! in `recv` and in the middle of the handshake; a gating subscriber stopped (SIGSTOP) with and
+//! without a stall bound; a publisher killed and replaced on the same topic.
+//!
+//! Every test ends by checking that nothing was lost (each surviving subscriber received every
+//! message in order, or counted exactly what it missed), nothing leaked (a `FdGuard` here and in
+//! every child subscriber) and nothing hung (every wait is bounded; see `PUBLISH_BOUND`).
+
+mod common;
+
+use common::child::{Proc, spawn};
+use common::message::{message, verify};
+use common::{FdGuard, roles, until};
+use shmcast::{ConnectError, LoanError, Mode, Publisher, RecvError, Subscriber, SubscriberId};
+use std::ops::Range;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Longest any loan may wait once nothing alive holds the ring. None of these publishers has a
+/// stall bound unless the test says so, so without the fault handling under test the loan
+/// would wait for ever: any finite bound tells the two apart. Generous, so that a loaded
+/// machine cannot trip it; not a measure of speed.
+const PUBLISH_BOUND: Duration = Duration::from_secs(10);
+
+/// Ring geometry: at most 15 frames of `MAX` bytes fit in `CAPACITY`.
+const CAPACITY: u64 = 4096;
+const MAX: usize = 256;
+
+/// Messages per test: many ringfuls, so that a dead gating subscriber left in place would stop
+/// the publisher.
+const COUNT: u64 = 2000;
+
+fn topic(name: &str) -> String {
+    format!("faults-{}-{name}", std::process::id())
+}
+
+/// The child side. Runs only when re-executed in a role by `common::child::spawn`.
+#[test]
+#[ignore = "entry point of child processes"]
+fn role_entry() {
+    let Some((role, args)) = common::child::role() else {
+        return;
+    };
+    match role.as_str() {
+        "subscriber" => roles::subscriber(&args),
+        "publisher" => roles::publisher(&args),
+        "hold" => role_hold(&args),
+        "silent" => role_silent(&args),
+        "connect-loop" => role_connect_loop(&args),
+        r => panic!("unknown role {r}"),
+    }
+}
+
+/// args: topic. A gating subscriber that receives one message and holds the sample until it is
+/// killed.
+fn role_hold(args: &[String]) {
+    let mut sub = Subscriber::builder(&args[0])
+        .connect_timeout(Duration::from_secs(30))
+        .connect()
+        .unwrap();
+    println!("ready");
+    let sample = sub.recv_timeout(Duration::from_secs(60)).unwrap();
+    println!("holding {}", sample.seq());
+    std::thread::sleep(Duration::from_secs(3600));
+    drop(sample);
+}
+
+/// args: socket path. Connects and never says a word.
+fn role_silent(args: &[String]) {
+    let _sock = shmcast::__test_support::raw_connect(std::path::Path::new(&args[0])).unwrap();
+    println!("connected");
+    std::thread::sleep(Duration::from_secs(3600));
+}
+
+/// args: topic. Connects gating subscribers and drops them, as fast as it can, until killed.
+fn role_connect_loop(args: &[String]) {
+    drop(Subscriber::connect(&args[0]).unwrap());
+    println!("looping");
+    loop {
+        drop(Subscriber::connect(&args[0]).unwrap());
+    }
+}
+
+fn publisher(t: &str, stall_bound: Option<Duration>) -> Publisher {
+    Publisher::builder(t)
+        .capacity(CAPACITY)
+        .max_message(MAX as u64)
+        .stall_bound(stall_bound)
+        .bind()
+        .unwrap()
+}
+
+/// Starts a subscriber process (`gating`, `lossy` or `demotable`) that expects `count` messages
+/// of up to `max` bytes, and waits until it is connected.
+fn subscriber(t: &str, mode: &str, max: usize, count: u64) -> Proc {
+    let mut child = spawn(
+        "subscriber",
+        &[t.into(), mode.into(), max.to_string(), count.to_string()],
+    );
+    child.expect_line("ready");
+    child
+}
+
+/// Publishes messages `seqs`; no loan may wait longer than `PUBLISH_BOUND`.
+fn publish(publisher: &mut Publisher, seqs: Range<u64>) {
+    let mut buf = Vec::new();
+    for seq in seqs {
+        message(seq, MAX, &mut buf);
+        let mut loan = publisher
+            .loan_timeout(buf.len(), PUBLISH_BOUND)
+            .unwrap_or_else(|e| panic!("message {seq}: the publisher did not go on: {e}"));
+        loan.copy_from_slice(&buf);
+        loan.publish();
+    }
+}
+
+fn until_subscribers(publisher: &Publisher, n: usize) {
+    until(&format!("never {n} subscribers"), || {
+        publisher.subscriber_count() == n
+    });
+}
+
+/// Waits until every subscriber has released everything and parked in `recv`.
+fn until_all_parked(publisher: &Publisher) {
+    until("subscribers never caught up and parked", || {
+        let stats = publisher.stats();
+        stats
+            .subscribers
+            .iter()
+            .all(|s| s.parked && s.lag_bytes == 0)
+    });
+}
+
+/// Waits until exactly one subscriber has not released everything, and returns it.
+fn until_one_behind(publisher: &Publisher) -> SubscriberId {
+    let mut behind = None;
+    until("the running subscribers never caught up", || {
+        let stats = publisher.stats();
+        let mut late = stats.subscribers.iter().filter(|s| s.lag_bytes > 0);
+        behind = late.next().map(|s| s.id);
+        behind.is_some() && late.next().is_none()
+    });
+    behind.unwrap()
+}
+
+/// Waits for a subscriber process to end and asserts it received all `count` messages.
+fn received_all(child: Proc, count: u64) {
+    let out = child.finish();
+    assert!(
+        out.contains(&format!("received={count} lagged=0 ")),
+        "{out}"
+    );
+}
+
+/// Receives until the publisher is gone, checking each message (of up to `max` bytes) and the
+/// order; returns how many arrived.
+fn drain(sub: &mut Subscriber, max: usize) -> u64 {
+    let mut scratch = Vec::new();
+    let mut next = 0;
+    loop {
+        match sub.recv_timeout(common::child::WATCHDOG) {
+            Ok(m) => {
+                assert_eq!(m.seq(), next, "in order");
+                verify(m.seq(), &m, max, &mut scratch);
+                next += 1;
+            }
+            Err(RecvError::Disconnected) => return next,
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[test]
+fn sigkill_of_a_subscriber_holding_a_sample_frees_the_publisher_at_once() {
+    let fds = FdGuard::new();
+    let t = topic("hold");
+    let mut publisher = publisher(&t, None);
+    let healthy = subscriber(&t, "gating", MAX, COUNT);
+    let lossy = subscriber(&t, "lossy", MAX, COUNT);
+    until_subscribers(&publisher, 2);
+    let before = fds.snapshot();
+    let mut holder = spawn("hold", std::slice::from_ref(&t));
+    holder.expect_line("ready");
+    until_subscribers(&publisher, 3);
+    publish(&mut publisher, 0..1);
+    holder.expect_line("holding 0");
+    // Message 0 stays pinned, so the publisher cannot get a ringful further before the holder's
+    // death is handled, whichever comes first: the kill or the full ring.
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        holder.kill();
+    });
+    publish(&mut publisher, 1..COUNT);
+    killer.join().unwrap();
+    let stats = publisher.stats();
+    assert_eq!((stats.departed, stats.subscribers.len()), (1, 2));
+    fds.expect(&before, "after the holder died, with the publisher running");
+    drop(publisher);
+    received_all(healthy, COUNT);
+    lossy.finish();
+    fds.check();
+}
+
+#[test]
+fn sigkill_of_a_subscriber_parked_in_recv_frees_the_publisher_at_once() {
+    let fds = FdGuard::new();
+    let t = topic("parked");
+    let mut publisher = publisher(&t, None);
+    let healthy = subscriber(&t, "gating", MAX, COUNT);
+    until_subscribers(&publisher, 1);
+    let before = fds.snapshot();
+    // Killed, so the count it expects does not matter.
+    let victim = subscriber(&t, "gating", MAX, COUNT);
+    until_subscribers(&publisher, 2);
+    publish(&mut publisher, 0..10);
+    until_all_parked(&publisher);
+    victim.kill();
+    publish(&mut publisher, 10..COUNT);
+    let stats = publisher.stats();
+    assert_eq!((stats.departed, stats.subscribers.len()), (1, 1));
+    fds.expect(&before, "after the parked subscriber died");
+    drop(publisher);
+    received_all(healthy, COUNT);
+    fds.check();
+}
+
+#[test]
+fn sigkill_mid_handshake_frees_the_pending_slot_at_once() {
+    let fds = FdGuard::new();
+    let t = topic("handshake");
+    let mut publisher = Publisher::builder(&t)
+        .capacity(CAPACITY)
+        .max_message(MAX as u64)
+        .max_pending_handshakes(1)
+        // Beyond every bound of this test: only the hang-up can free the slot in time.
+        .handshake_timeout(Duration::from_secs(3600))
+        .bind()
+        .unwrap();
+    let before = fds.snapshot();
+    let mut silent = spawn("silent", &[publisher.path().display().to_string()]);
+    silent.expect_line("connected");
+    // Connections are accepted in order, so the silent client holds the only slot.
+    match Subscriber::connect(&t) {
+        Err(ConnectError::Refused { reason }) => assert!(reason.contains("pending"), "{reason}"),
+        other => panic!("expected a busy refusal, got {other:?}"),
+    }
+    silent.kill();
+    fds.expect(&before, "after the half-connected client died");
+    let healthy = subscriber(&t, "gating", MAX, COUNT);
+    until_subscribers(&publisher, 1);
+    publish(&mut publisher, 0..COUNT);
+    let stats = publisher.stats();
+    assert_eq!((stats.admitted, stats.refused, stats.departed), (1, 1, 0));
+    drop(publisher);
+    received_all(healthy, COUNT);
+    fds.check();
+}
+
+#[test]
+fn sigkill_of_subscribers_while_they_connect_never_blocks_the_publisher() {
+    const ROUNDS: u64 = 5;
+    const PER_ROUND: u64 = 400;
+    let fds = FdGuard::new();
+    let t = topic("connecting");
+    let mut publisher = publisher(&t, None);
+    let healthy = subscriber(&t, "gating", MAX, ROUNDS * PER_ROUND);
+    until_subscribers(&publisher, 1);
+    let before = fds.snapshot();
+    for round in 0..ROUNDS {
+        let mut looper = spawn("connect-loop", std::slice::from_ref(&t));
+        looper.expect_line("looping");
+        // Each round kills it at another point of its connect cycle: before, during or after
+        // the handshake, or while admitted as a gating subscriber.
+        std::thread::sleep(Duration::from_millis(3 * round));
+        looper.kill();
+        publish(&mut publisher, round * PER_ROUND..(round + 1) * PER_ROUND);
+        until_subscribers(&publisher, 1);
+        fds.expect(
+            &before,
+            &format!("after killing connecting subscriber {round}"),
+        );
+    }
+    assert!(publisher.stats().admitted > ROUNDS);
+    drop(publisher);
+    received_all(healthy, ROUNDS * PER_ROUND);
+    fds.check();
+}
+
+#[test]
+fn sigstop_past_the_stall_bound_demotes_and_sigcont_reports_the_exact_lag() {
+    // Fits in the ring, so the demoted subscriber receives it all once it has caught up.
+    const TAIL: u64 = 10;
+    let total = COUNT + TAIL;
+    let fds = FdGuard::new();
+    let t = topic("stop-bound");
+    let mut publisher = publisher(&t, Some(Duration::from_secs(2)));
+    let mut stopped = subscriber(&t, "demotable", MAX, total);
+    let healthy = subscriber(&t, "gating", MAX, total);
+    until_subscribers(&publisher, 2);
+    publish(&mut publisher, 0..3);
+    until_all_parked(&publisher);
+    stopped.stop();
+    // With the healthy subscriber strictly ahead, the stopped one is the slowest gating
+    // subscriber, the one the bound demotes.
+    publish(&mut publisher, 3..4);
+    let id = until_one_behind(&publisher);
+    publish(&mut publisher, 4..COUNT);
+    let stats = publisher.stats();
+    assert_eq!(stats.demotions, 1);
+    for s in &stats.subscribers {
+        let expected = if s.id == id {
+            Mode::Lossy
+        } else {
+            Mode::Gating
+        };
+        assert_eq!(s.mode, expected, "{s:?}");
+    }
+    stopped.resume();
+    stopped.expect_line("demoted after 3");
+    let line = stopped.expect_line("lagged ");
+    let lagged: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    until("the demoted subscriber never caught up", || {
+        let stats = publisher.stats();
+        let s = stats.subscribers.iter().find(|s| s.id == id).unwrap();
+        s.lag_messages == 0
+    });
+    let stats = publisher.stats();
+    let s = stats.subscribers.iter().find(|s| s.id == id).unwrap();
+    assert_eq!(
+        (s.lagged, s.received + s.lagged),
+        (lagged, COUNT),
+        "what it reports to the publisher"
+    );
+    publish(&mut publisher, COUNT..total);
+    drop(publisher);
+    let out = stopped.finish();
+    let summary = format!(
+        "received={} lagged={lagged} lag_events=1 demoted=true",
+        total - lagged
+    );
+    assert!(out.contains(&summary), "{out}");
+    received_all(healthy, total);
+    fds.check();
+}
+
+#[test]
+fn sigstop_without_a_stall_bound_times_out_and_try_loan_is_full() {
+    let fds = FdGuard::new();
+    let t = topic("stop-nobound");
+    let mut publisher = publisher(&t, None);
+    let stopped = subscriber(&t, "gating", MAX, COUNT);
+    let healthy = subscriber(&t, "gating", MAX, COUNT);
+    until_subscribers(&publisher, 2);
+    publish(&mut publisher, 0..3);
+    until_all_parked(&publisher);
+    stopped.stop();
+    // Fill the ring. Whenever it is full, wait for the healthy subscriber to release all it
+    // read: once it has, only the stopped one can be what holds the ring.
+    let mut buf = Vec::new();
+    let mut seq = 3;
+    loop {
+        assert!(seq < COUNT, "the stopped subscriber never filled the ring");
+        message(seq, MAX, &mut buf);
+        let published = match publisher.try_loan(buf.len()) {
+            Ok(mut loan) => {
+                loan.copy_from_slice(&buf);
+                loan.publish();
+                true
+            }
+            Err(LoanError::Full) => false,
+            Err(e) => panic!("{e}"),
+        };
+        if published {
+            seq += 1;
+            continue;
+        }
+        until_one_behind(&publisher);
+        if matches!(publisher.try_loan(buf.len()), Err(LoanError::Full)) {
+            break;
+        }
+    }
+    assert!(matches!(
+        publisher.loan_timeout(buf.len(), Duration::from_millis(100)),
+        Err(LoanError::Timeout)
+    ));
+    assert!(matches!(
+        publisher.try_loan(buf.len()),
+        Err(LoanError::Full)
+    ));
+    let stats = publisher.stats();
+    assert_eq!(stats.demotions, 0);
+    assert!(stats.subscribers.iter().all(|s| s.mode == Mode::Gating));
+    stopped.resume();
+    publish(&mut publisher, seq..COUNT);
+    drop(publisher);
+    received_all(stopped, COUNT);
+    received_all(healthy, COUNT);
+    fds.check();
+}
+
+#[test]
+fn sigkill_of_the_publisher_then_a_new_one_binds_the_stale_topic() {
+    let (first_count, second_count) = (500u64, 700u64);
+    let fds = FdGuard::new();
+    let t = topic("restart");
+    let bound_path = |line: String| PathBuf::from(line.split("bound ").nth(1).unwrap());
+    let mut first = spawn(
+        "publisher",
+        &[t.clone(), first_count.to_string(), "1".into()],
+    );
+    let path = bound_path(first.expect_line("bound "));
+    let mut sub = Subscriber::builder(&t)
+        .connect_timeout(Duration::from_secs(30))
+        .connect()
+        .unwrap();
+    first.expect_line("published");
+    first.kill();
+    assert!(path.exists(), "a killed publisher cannot remove its socket");
+    assert_eq!(drain(&mut sub, 4096), first_count);
+    drop(sub);
+    // A new subscriber process starts waiting while only the stale socket is there.
+    let newcomer = spawn(
+        "subscriber",
+        &[
+            t.clone(),
+            "gating".into(),
+            "4096".into(),
+            second_count.to_string(),
+        ],
+    );
+    let mut second = spawn(
+        "publisher",
+        &[t.clone(), second_count.to_string(), "2".into()],
+    );
+    assert_eq!(bound_path(second.expect_line("bound ")), path);
+    // This process subscribes again after its `Disconnected`.
+    let mut sub = Subscriber::builder(&t)
+        .connect_timeout(Duration::from_secs(30))
+        .connect()
+        .unwrap();
+    second.expect_line("published");
+    second.kill();
+    assert_eq!(drain(&mut sub, 4096), second_count);
+    drop(sub);
+    received_all(newcomer, second_count);
+    // A third publisher takes the stale socket over as well, and removes it when dropped.
+    drop(Publisher::bind(&t).unwrap());
+    assert!(!path.exists(), "socket file removed on clean shutdown");
+    fds.check();
+}
