@@ -28,9 +28,27 @@ use std::time::{Duration, Instant};
 const TOKEN_LISTENER: u64 = 0;
 const TOKEN_SHUTDOWN: u64 = 1;
 const FIRST_CONN: u64 = 2;
+/// Longest wait for another publisher binding in the same directory.
+const BIND_LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// Binds the topic socket, replacing a stale one left by a dead publisher.
 pub(crate) fn bind_topic(path: &Path) -> Result<OwnedFd, crate::BindError> {
+    // "Refused, so stale: remove it and listen" is two steps; without the lock, two publishers
+    // that both found the same stale socket could each remove it, and the second would delete
+    // the first one's live socket. Publishers of topics in one directory take turns here (for
+    // milliseconds). A directory we may not open (no read permission) goes unlocked.
+    let dir = match path.parent() {
+        Some(d) if d.as_os_str().is_empty() => Path::new("."),
+        Some(d) => d,
+        None => Path::new("/"),
+    };
+    let _turn = match sys::lock_dir(dir, BIND_LOCK_WAIT) {
+        Ok(lock) => Some(lock),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+            return Err(crate::BindError::TopicInUse(path.to_owned()));
+        }
+        Err(_) => None,
+    };
     for _ in 0..3 {
         match sys::seqpacket_listen(path) {
             Ok(fd) => return Ok(fd),

@@ -707,6 +707,30 @@ pub(crate) fn reopen_readonly(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
     )?)
 }
 
+/// `open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)` then `flock(LOCK_EX | LOCK_NB)`, retried
+/// every millisecond for up to `timeout`—Takes an advisory lock on a directory, held until the
+/// returned descriptor is dropped. [`io::ErrorKind::WouldBlock`] if another holder keeps it.
+pub(crate) fn lock_dir(dir: &Path, timeout: Duration) -> io::Result<OwnedFd> {
+    let fd = retry_eintr(|| {
+        rustix::fs::open(
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+    })?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        match rustix::fs::flock(&fd, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(fd),
+            Err(Errno::INTR) => {}
+            Err(Errno::WOULDBLOCK) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(err) => return Err(err.into()),
+        }
+    }
+}
+
 /// Counts this process's open descriptors by listing `/proc/self/fd`, for leak checks.
 ///
 /// Exact only while no other thread opens or closes descriptors.

@@ -342,3 +342,41 @@ fn silent_and_garbage_clients_do_not_delay_others() {
     drop((fd, sub, publisher));
     fds.check();
 }
+
+#[test]
+fn two_publishers_racing_for_a_stale_socket_never_both_win() {
+    let fds = FdGuard::new();
+    let dir = std::env::temp_dir().join(format!("shmcast-race-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("topic.sock");
+    for round in 0..100 {
+        // A socket file nobody listens on: what a killed publisher leaves behind.
+        drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+        let barrier = std::sync::Barrier::new(2);
+        let results: Vec<_> = std::thread::scope(|s| {
+            let racers: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        barrier.wait();
+                        Publisher::bind(path.to_str().unwrap())
+                    })
+                })
+                .collect();
+            racers.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        let won = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(won, 1, "round {round}: {results:?}");
+        for r in &results {
+            if let Err(e) = r {
+                assert!(matches!(e, shmcast::BindError::TopicInUse(_)), "{e}");
+            }
+        }
+        // The winner's socket is the one at the path: a subscriber reaches it.
+        let mut winner = results.into_iter().find_map(Result::ok).unwrap();
+        let mut sub = Subscriber::connect(path.to_str().unwrap()).unwrap();
+        winner.send(b"here").unwrap();
+        assert_eq!(&*sub.recv_timeout(T).unwrap(), b"here");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    fds.check();
+}
