@@ -67,10 +67,10 @@ fn publish_under_attack(topic: &str, attack: &str) -> shmcast::PublisherStats {
 }
 
 /// A lossy subscriber makes its own socket blocking, never reads its doorbells (its queue
-/// fills), keeps announcing "parked" so every commit rings it, floods the publisher with
-/// doorbells and FUTEX_WAKEs the ring's wake word in a loop: the publisher's sends never block
-/// (each doorbell is MSG_DONTWAIT on the publisher's own end) and the good subscriber receives
-/// every message in order.
+/// fills), keeps announcing "parked" (both kinds) so commits ring it or wake the futex, floods
+/// the publisher with doorbells and FUTEX_WAKEs the ring's wake word in a loop: the publisher's
+/// sends never block (each doorbell is MSG_DONTWAIT on the publisher's own end) and the good
+/// subscriber receives every message in order.
 #[test]
 fn doorbell_and_parked_storms_never_block_the_publisher() {
     let stats = publish_under_attack(&topic("storm"), "storm");
@@ -164,7 +164,8 @@ fn role_hostile(args: &[String]) {
     for rounds in 0u64.. {
         match args[1].as_str() {
             "storm" => {
-                parked.store(1, Ordering::SeqCst);
+                // Both park kinds: its doorbell (1) and the futex word (2).
+                parked.store(1 + (rounds % 2) as u32, Ordering::SeqCst);
                 // SAFETY: a futex wake on a word of our read-only mapping.
                 unsafe {
                     libc::syscall(libc::SYS_futex, wake.as_ptr(), libc::FUTEX_WAKE, i32::MAX);
