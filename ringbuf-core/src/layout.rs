@@ -90,7 +90,10 @@ pub struct RingHeader {
     _line1: [u8; LINE - 32],
     /// Writer-owned. Non-zero once the stream has ended (no more commits).
     pub closed: u32,
-    /// Writer-owned. Non-zero while the writer waits for gating subscribers to release space.
+    /// Writer-owned. Non-zero while the writer waits for gating subscribers to release space:
+    /// the number of this wait (it never repeats between two consecutive waits). A reader
+    /// signals once per wait number, so a waiting writer costs each reader one signal, not one
+    /// per release.
     pub writer_waiting: u32,
     /// Writer-owned futex word. Incremented (Release) whenever the writer wakes subscribers
     /// that parked with [`PARKED_FUTEX`], and at close; those subscribers `FUTEX_WAIT` on it

@@ -155,6 +155,8 @@ pub struct Reader {
     /// for a gating reader, stay intact until released, so peeks below it need not reload the
     /// writer's hot line.
     seen: u64,
+    /// The writer's wait for space (`writer_waiting`) this reader last signalled.
+    signalled_wait: u32,
     gating: bool,
     writer_gone: bool,
     stats: ReaderStats,
@@ -217,6 +219,7 @@ impl Reader {
             pos,
             seq,
             seen: pos,
+            signalled_wait: 0,
             gating,
             writer_gone: false,
             stats: ReaderStats::default(),
@@ -357,7 +360,8 @@ impl Reader {
     }
 
     /// Releases a peeked frame (and everything before it): the writer may reuse its space.
-    /// Returns `true` if the writer is waiting for space and must be signalled.
+    /// Returns `true` if the writer is waiting for space and must be signalled: once per wait,
+    /// however many frames this reader releases while the writer sleeps.
     pub fn release(&mut self, frame: Frame) -> bool {
         self.pos = frame.end;
         self.seq = frame.seq.wrapping_add(1);
@@ -366,10 +370,15 @@ impl Reader {
         // SYNC(space): SeqCst fence between the store of `cursor` (in publish_progress) and the
         // load of `writer_waiting`; pairs with the fence in Writer::prepare_wait_for_space.
         fence(Ordering::SeqCst);
-        self.ring
+        let wait = self
+            .ring
             .u32_at(hdr::WRITER_WAITING)
-            .load(Ordering::Relaxed)
-            != 0
+            .load(Ordering::Relaxed);
+        if wait == 0 || wait == self.signalled_wait {
+            return false;
+        }
+        self.signalled_wait = wait;
+        true
     }
 
     fn publish_progress(&self) {

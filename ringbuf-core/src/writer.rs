@@ -204,6 +204,8 @@ pub struct Writer<A> {
     /// cached value says the ring is full (saves reading every subscriber's line per message).
     min_gate: u64,
     closed: bool,
+    /// Number of the current or last wait for space (`writer_waiting`); never 0.
+    wait_epoch: u32,
     slots: Vec<Slot<A>>,
     next_id: u64,
     stats: WriterStats,
@@ -241,6 +243,7 @@ impl<A> Writer<A> {
             tail: 0,
             min_gate: 0,
             closed: false,
+            wait_epoch: 0,
             slots: Vec::new(),
             next_id: 1,
             stats: WriterStats::default(),
@@ -547,9 +550,10 @@ impl<A> Writer<A> {
     /// sleeping, or on `Ok(false)`, call [`end_wait_for_space`](Self::end_wait_for_space).
     pub fn prepare_wait_for_space(&mut self, len: usize) -> Result<bool, ReserveError> {
         let (_, need, _) = self.need_for(len)?;
+        self.wait_epoch = self.wait_epoch.wrapping_add(1).max(1);
         self.ring
             .u32_at(hdr::WRITER_WAITING)
-            .store(1, Ordering::Relaxed);
+            .store(self.wait_epoch, Ordering::Relaxed);
         // SYNC(space): SeqCst fence between the store of `writer_waiting` and the loads of the
         // cursors; pairs with the SeqCst fence in Reader::release between its store of `cursor`
         // and its load of `writer_waiting`. Either we see the release or the reader sees us.

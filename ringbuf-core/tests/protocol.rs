@@ -312,6 +312,29 @@ fn release_reports_a_waiting_writer() {
 }
 
 #[test]
+fn a_reader_signals_each_wait_for_space_once() {
+    let mut w = ring(256, 112);
+    let mut r = join(&mut w, Mode::Gating, Start::Newest, 0);
+    for i in 0..8 {
+        w.send(&payload(i, 16), |_| {}).unwrap();
+    }
+    // Eight 32-byte frames fill the ring; a 112-byte frame needs four of them released.
+    assert_eq!(w.prepare_wait_for_space(96), Ok(true));
+    let f = r.try_peek().unwrap();
+    assert!(r.release(f), "first release during the wait signals");
+    let f = r.try_peek().unwrap();
+    assert!(!r.release(f), "the writer was already told of this wait");
+    // The writer woke, found too little space and waits again: a new wait, a new signal.
+    assert_eq!(w.prepare_wait_for_space(96), Ok(true));
+    let f = r.try_peek().unwrap();
+    assert!(r.release(f), "a new wait is signalled again");
+    let f = r.try_peek().unwrap();
+    assert!(!r.release(f));
+    assert_eq!(w.prepare_wait_for_space(96), Ok(false));
+    w.end_wait_for_space();
+}
+
+#[test]
 fn removed_reader_stops_gating() {
     let mut w = ring(256, 96);
     let _r = join(&mut w, Mode::Gating, Start::Newest, 0);
