@@ -76,7 +76,7 @@ fn doorbell_and_parked_storms_never_block_the_publisher() {
     let stats = publish_under_attack(&topic("storm"), "storm");
     assert_eq!(stats.messages, MESSAGES);
     // The storm did reach the publisher: it rang the hostile's full doorbell again and again.
-    assert!(stats.wake_syscalls > MESSAGES / 10, "{stats:?}");
+    assert!(stats.wake_syscalls > MESSAGES / 100, "{stats:?}");
 }
 
 /// A gating subscriber writes cursors ahead of the writer and far behind it: the publisher
