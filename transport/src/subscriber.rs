@@ -252,6 +252,14 @@ impl Subscriber {
         let map_err =
             |e: shm::MapError| ConnectError::Protocol(format!("shared memory refused: {e}"));
         let ring = Arc::new(shm::map_ring_readonly(ring_fd, HEADER_LEN).map_err(map_err)?);
+        // The announced size is the publisher's claim about its own descriptor: a mismatch means
+        // it lies or sent the wrong file.
+        if ring.len() as u64 != ring_len {
+            return Err(ConnectError::Protocol(format!(
+                "the welcome announces a ring of {ring_len} bytes, its descriptor has {}",
+                ring.len()
+            )));
+        }
         let cb = Arc::new(shm::map_control_block(cb_fd, CONTROL_BLOCK_LEN).map_err(map_err)?);
         let (ring_ptr, ring_len) = (ring.as_ptr().cast_mut(), ring.len());
         // SAFETY: read-only mapping, sealed against shrinking (checked by map_ring_readonly),
