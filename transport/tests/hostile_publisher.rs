@@ -81,6 +81,7 @@ mod ctl {
     pub const STATE: usize = offset_of!(ControlBlock, state);
     pub const MODE: usize = offset_of!(ControlBlock, mode);
     pub const START_POS: usize = offset_of!(ControlBlock, start_pos);
+    pub const START_SEQ: usize = offset_of!(ControlBlock, start_seq);
 }
 
 /// A frame's `meta` word, as the writer encodes it (any `kind` and `len` the caller likes).
@@ -902,7 +903,8 @@ fn frames_pointing_outside_the_ring_are_corrupt() {
     });
 }
 
-/// Sequence numbers that go backwards or jump, in messages, padding and after a lap.
+/// Sequence numbers that go backwards or jump, in messages, padding and after a lap; and that
+/// wrap at `u64::MAX`.
 #[test]
 fn sequence_numbers_out_of_order_are_corrupt() {
     hostile("sequence", |scene| {
@@ -970,6 +972,37 @@ fn sequence_numbers_out_of_order_are_corrupt() {
                 }
             }
         }
+
+        // Numbers wrap instead of overflowing: a stream the admission says starts at u64::MAX,
+        // and a lap onto a frame numbered u64::MAX.
+        let seq_of = |got: Result<(u64, Vec<u8>), RecvError>| match got {
+            Ok((seq, _)) => seq,
+            Err(e) => panic!("expected a message, got {e:?}"),
+        };
+        for mode in BOTH {
+            let mut image = Image::new(mode);
+            image.publish(3);
+            image.cb.store64(ctl::START_SEQ, u64::MAX);
+            for (i, seq) in [u64::MAX, 0, 1].into_iter().enumerate() {
+                image.frame(i as u64 * SPAN).1.store(seq, Ordering::Relaxed);
+            }
+            let (mut sub, _conn) = scene.connected(&image, mode);
+            for expected in [u64::MAX, 0, 1] {
+                assert_eq!(seq_of(recv(&mut sub)), expected);
+            }
+        }
+        let mut image = Image::new(Mode::Lossy);
+        image.publish(3);
+        let (mut sub, _conn) = scene.connected(&image, Mode::Lossy);
+        expect_message(&mut sub, 0);
+        image.publish(40);
+        let tail = image.ring.u64_at(hdr::TAIL).load(Ordering::Relaxed);
+        image.frame(tail).1.store(u64::MAX, Ordering::Relaxed);
+        image.frame(tail + SPAN).1.store(0, Ordering::Relaxed);
+        assert!(matches!(recv(&mut sub), Err(RecvError::Lagged(n)) if n == u64::MAX - 1));
+        assert_eq!(seq_of(recv(&mut sub)), u64::MAX);
+        assert_eq!(seq_of(recv(&mut sub)), 0);
+        assert_eq!(sub.stats().lagged, u64::MAX - 1);
     });
 }
 
