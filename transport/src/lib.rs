@@ -134,4 +134,45 @@ pub mod __test_support {
             Err(_) => Ok(None),
         }
     }
+
+    // The publisher's side of the handshake, played by hand (the hostile-publisher tests).
+
+    /// Encodes a WELCOME announcing a ring of `ring_len` bytes and a control block of `cb_len`.
+    pub fn encode_welcome(ring_len: u64, cb_len: u64) -> Vec<u8> {
+        Reply::Welcome {
+            flags: 0,
+            ring_len,
+            cb_len,
+        }
+        .encode()
+    }
+
+    /// Plays a publisher for one subscriber: listens at `path`, accepts one connection, reads
+    /// its HELLO and answers with `reply` carrying `fds`, whatever they are (at most 8).
+    /// Each step waits at most 5 s. The socket file is removed before returning; the
+    /// connection is returned open, for doorbells, and dropping it is the publisher's hang-up.
+    pub fn serve_one(
+        path: &Path,
+        reply: &[u8],
+        fds: &[std::os::fd::BorrowedFd<'_>],
+    ) -> std::io::Result<OwnedFd> {
+        let step = Some(std::time::Duration::from_secs(5));
+        let listener = sys::seqpacket_listen(path)?;
+        let accepted = sys::wait_readable(listener.as_fd(), step).and_then(|ready| {
+            if ready {
+                sys::seqpacket_accept(listener.as_fd(), false)
+            } else {
+                Err(std::io::ErrorKind::TimedOut.into())
+            }
+        });
+        let _ = std::fs::remove_file(path);
+        let conn = accepted?;
+        sys::set_recv_timeout(conn.as_fd(), step)?;
+        let mut buf = [0u8; handshake::MAX_PACKET];
+        let n = sys::recv_packet(conn.as_fd(), &mut buf)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        Hello::decode(&buf[..n]).map_err(|e| std::io::Error::other(e.to_string()))?;
+        sys::send_with_fds(conn.as_fd(), reply, fds)?;
+        Ok(conn)
+    }
 }

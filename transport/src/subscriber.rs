@@ -8,7 +8,9 @@
 //! * A gating subscriber that stalls past the publisher's stall bound gets
 //!   [`RecvError::Demoted`] once and continues as a lossy one.
 //! * When the publisher ends or dies, every committed message is still received, then
-//!   [`RecvError::Disconnected`]. A corrupt ring gives [`RecvError::Corrupt`], never a crash.
+//!   [`RecvError::Disconnected`] (a lossy subscriber loses those that a dying publisher's last,
+//!   uncommitted reservation may have overwritten). A corrupt ring gives
+//!   [`RecvError::Corrupt`], never a crash.
 //!
 //! ```no_run
 //! use shmcast::{RecvError, Subscriber};
@@ -252,6 +254,14 @@ impl Subscriber {
         let map_err =
             |e: shm::MapError| ConnectError::Protocol(format!("shared memory refused: {e}"));
         let ring = Arc::new(shm::map_ring_readonly(ring_fd, HEADER_LEN).map_err(map_err)?);
+        // The announced size is the publisher's claim about its own descriptor: a mismatch means
+        // it lies or sent the wrong file.
+        if ring.len() as u64 != ring_len {
+            return Err(ConnectError::Protocol(format!(
+                "the welcome announces a ring of {ring_len} bytes, its descriptor has {}",
+                ring.len()
+            )));
+        }
         let cb = Arc::new(shm::map_control_block(cb_fd, CONTROL_BLOCK_LEN).map_err(map_err)?);
         let (ring_ptr, ring_len) = (ring.as_ptr().cast_mut(), ring.len());
         // SAFETY: read-only mapping, sealed against shrinking (checked by map_ring_readonly),
@@ -315,6 +325,10 @@ impl Subscriber {
                 return Ok(self.sample(got));
             }
         }
+        if self.gone {
+            // Nothing writes the ring any more: what these looks did not find never comes.
+            return Err(RecvError::Disconnected);
+        }
         // Data is announced but not yet readable (a lapped reader racing the writer): make our
         // descriptor readable so an event loop comes straight back.
         let _ = sys::eventfd_signal(self.own.as_fd());
@@ -365,6 +379,19 @@ impl Subscriber {
                 if slept.elapsed() >= timeout {
                     self.poll_events(Some(Duration::ZERO))?;
                 }
+            } else if self.gone {
+                // The reader never sleeps once the publisher is gone, and nothing writes the ring
+                // any more: a second look that finds nothing (the first may have moved a lapped
+                // reader to the tail) means nothing will ever be readable.
+                return match self.next()? {
+                    Some(got) => Ok(self.sample(got)),
+                    None => Err(RecvError::Disconnected),
+                };
+            } else {
+                // Nothing readable, yet no sleep allowed: a lapped reader racing the writer
+                // (brief), or a ring left where no read can progress. Look for a hang-up, which
+                // ends the latter.
+                self.poll_events(Some(Duration::ZERO))?;
             }
         }
     }
