@@ -1013,26 +1013,43 @@ fn impossible_positions_are_corrupt_or_time_out() {
     use Patch::U64;
     #[derive(Debug)]
     enum Expect {
-        Corrupt(u64),
+        Corrupt(FrameError),
+        /// Message 2 first: a gating subscriber saw it committed before the patch, and gating
+        /// frames stay put until released, so it reads it without reloading `committed`.
+        MessageThen(FrameError),
         Message,
         Timeout,
     }
-    use Expect::{Corrupt, Message, Timeout};
+    use Expect::{Corrupt, Message, MessageThen, Timeout};
+    use FrameError::{BadMeta, Position};
     let pos = 2 * SPAN;
     let far = pos + CAP + 16;
     // (patch, expected for a gating subscriber, for a lossy one)
     let cases = [
-        (U64(hdr::COMMITTED, SPAN), Corrupt(SPAN), Corrupt(SPAN)),
-        (U64(hdr::COMMITTED, 0), Corrupt(0), Corrupt(0)),
+        (
+            U64(hdr::COMMITTED, SPAN),
+            MessageThen(Position(SPAN)),
+            Corrupt(Position(SPAN)),
+        ),
+        (
+            U64(hdr::COMMITTED, 0),
+            MessageThen(Position(0)),
+            Corrupt(Position(0)),
+        ),
         (
             U64(hdr::COMMITTED, pos + 8),
-            Corrupt(pos + 8),
-            Corrupt(pos + 8),
+            MessageThen(Position(pos + 8)),
+            Corrupt(Position(pos + 8)),
         ),
-        // More than a ring ahead: the gating subscriber knows that is impossible; the lossy one
-        // takes it for a lap, finds the tail not past it and waits (it may be a lap in flight).
-        (U64(hdr::COMMITTED, far), Corrupt(far), Timeout),
-        (U64(hdr::COMMITTED, TOP), Corrupt(TOP), Timeout),
+        // More than a ring ahead of message 2. The gating subscriber, once past message 2, is
+        // less than a ring behind it and finds no frame there; the lossy one takes it for a
+        // lap, finds the tail not past it and waits (it may be a lap in flight).
+        (U64(hdr::COMMITTED, far), MessageThen(BadMeta(0)), Timeout),
+        (
+            U64(hdr::COMMITTED, TOP),
+            MessageThen(Position(TOP)),
+            Timeout,
+        ),
         // A reservation more than a ring ahead: only lossy subscribers look, and wait too.
         (U64(hdr::RESERVED, u64::MAX), Message, Timeout),
         (U64(hdr::RESERVED, 0), Message, Message),
@@ -1050,7 +1067,11 @@ fn impossible_positions_are_corrupt_or_time_out() {
                 expect_message(&mut sub, 1);
                 apply(&image.ring, &[*patch]);
                 match expect {
-                    Corrupt(p) => expect_corrupt(&mut sub, FrameError::Position(*p)),
+                    Corrupt(e) => expect_corrupt(&mut sub, *e),
+                    MessageThen(e) => {
+                        expect_message(&mut sub, 2);
+                        expect_corrupt(&mut sub, *e);
+                    }
                     Message => expect_message(&mut sub, 2),
                     Timeout => {
                         for _ in 0..2 {
