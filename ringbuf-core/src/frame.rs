@@ -8,7 +8,7 @@
 //! A padding frame fills the data area from its position to the end, so that every message is
 //! contiguous. Frames start at 16-byte offsets, so payloads are 16-byte aligned for typed access.
 
-use crate::layout::HEADER_LEN;
+use crate::layout::{HEADER_LEN, RingConfig};
 use core::fmt;
 
 /// Frame header length in bytes.
@@ -139,6 +139,22 @@ pub(crate) fn decode(
         Some(end) if end <= committed => Ok(Geometry { kind, len, span }),
         _ => Err(FrameError::BeyondCommit),
     }
+}
+
+/// Decodes the frame header `meta` at `pos` exactly as a reader does, in a ring of geometry `cfg`
+/// committed up to `committed`: the frame's kind, payload length and span (bytes to the next
+/// frame). For fuzz targets and property tests outside this crate, which check the result against
+/// the bounds the reader relies on. Any words give a geometry or a [`FrameError`], never a panic.
+#[doc(hidden)]
+pub fn decode_header(
+    cfg: &RingConfig,
+    meta: u64,
+    pos: u64,
+    committed: u64,
+) -> Result<(Kind, u32, u64), FrameError> {
+    // A validated geometry is what `decode` assumes: a power-of-two capacity, a u32 maximum.
+    let max_payload = cfg.max_payload() as u32;
+    decode(meta, pos, committed, cfg.capacity(), max_payload).map(|g| (g.kind, g.len, g.span))
 }
 
 /// Region offset of the payload of the frame at `pos`.

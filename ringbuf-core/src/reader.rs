@@ -174,7 +174,8 @@ impl fmt::Debug for Reader {
 
 impl Reader {
     /// Attaches to a ring and the control block the writer admitted this reader with. Both come
-    /// from a peer: every field is validated.
+    /// from a peer: every field is validated. A lossy reader the writer lapped since its admission
+    /// attaches all the same; its first read reports the lag.
     pub fn attach(ring: Region, cb: Region) -> Result<Reader, LayoutError> {
         let cfg: RingConfig = layout::validate_ring(&ring)?;
         layout::validate_control_block(&cb)?;
@@ -186,6 +187,9 @@ impl Reader {
                 value: state.into(),
             });
         }
+        // SYNC(commit): Acquire; pairs with the Release store in Writer::commit. Loaded before
+        // `mode`: a demotion that preceded these commits is then visible below.
+        let committed = ring.u64_at(hdr::COMMITTED).load(Ordering::Acquire);
         let mode = cb.u32_at(cb::MODE).load(Ordering::Relaxed);
         let gating = match mode {
             layout::MODE_GATING => true,
@@ -199,11 +203,11 @@ impl Reader {
         };
         let pos = cb.u64_at(cb::START_POS).load(Ordering::Relaxed);
         let seq = cb.u64_at(cb::START_SEQ).load(Ordering::Relaxed);
-        // SYNC(commit): Acquire; pairs with the Release store in Writer::commit.
-        let committed = ring.u64_at(hdr::COMMITTED).load(Ordering::Acquire);
+        // The writer never laps a gating reader, but may lap a lossy one between its admission
+        // and this attach (a fast publisher, a slow handshake): its first read reports the lag.
         if pos % frame::FRAME_ALIGN as u64 != 0
             || pos > committed
-            || committed - pos > cfg.capacity()
+            || (gating && committed - pos > cfg.capacity())
         {
             return Err(LayoutError::Field {
                 field: "start_pos",
@@ -423,7 +427,8 @@ impl Reader {
                 return Err(self.at_end());
             }
             if committed - self.pos > self.cap {
-                return Err(self.resync());
+                self.resync()?;
+                continue;
             }
             let off = layout::data_off(self.pos, self.mask);
             let meta = self.ring.u64_at(off).load(Ordering::Relaxed);
@@ -440,7 +445,8 @@ impl Reader {
             fence(Ordering::Acquire);
             let reserved = self.ring.u64_at(hdr::RESERVED).load(Ordering::Relaxed);
             if reserved > self.pos.saturating_add(self.cap) {
-                return Err(self.resync());
+                self.resync()?;
+                continue;
             }
             // The bytes were intact while we read them: any fault is the writer's.
             let g = geometry?;
@@ -467,27 +473,26 @@ impl Reader {
     }
 
     /// After being lapped: moves to the oldest intact frame and reports how many messages were
-    /// skipped. Returns `Empty` (try again) if the writer keeps lapping us meanwhile.
-    fn resync(&mut self) -> ReadError {
+    /// skipped as `Lagged`. `Ok` if it moved past padding only (nothing missed: read on), and
+    /// `Empty` (try again) if the writer keeps lapping us meanwhile. Every `Ok` moves the position
+    /// forward, so a caller that loops on it stops.
+    fn resync(&mut self) -> Result<(), ReadError> {
         for _ in 0..RESYNC_ATTEMPTS {
             // SYNC(tail): Acquire; pairs with the Release store in Writer::advance_tail.
             let tail = self.ring.u64_at(hdr::TAIL).load(Ordering::Acquire);
-            let committed = match self.load_committed() {
-                Ok(c) => c,
-                Err(e) => return e,
-            };
+            let committed = self.load_committed()?;
             if tail <= self.pos {
                 // The writer's new tail is not visible yet.
                 crate::sync::spin_hint();
                 continue;
             }
             if tail > committed || tail % frame::FRAME_ALIGN as u64 != 0 {
-                return FrameError::Position(tail).into();
+                return Err(FrameError::Position(tail).into());
             }
             if tail == committed {
                 // Everything committed was overwritten by a reservation not yet committed: the
                 // next intact frame is that one. Wait for it (prepare_park lets us sleep).
-                return ReadError::Empty;
+                return Err(ReadError::Empty);
             }
             let off = layout::data_off(tail, self.mask);
             let meta = self.ring.u64_at(off).load(Ordering::Relaxed);
@@ -499,19 +504,19 @@ impl Reader {
                 continue;
             }
             if let Err(e) = frame::decode(meta, tail, committed, self.cap, self.max_payload) {
-                return e.into();
+                return Err(e.into());
             }
             let Some(missed) = seq.checked_sub(self.seq) else {
-                return FrameError::Sequence {
+                return Err(FrameError::Sequence {
                     expected: self.seq,
                     found: seq,
                 }
-                .into();
+                .into());
             };
             self.pos = tail;
             self.seq = seq;
             if missed == 0 {
-                return ReadError::Empty;
+                return Ok(());
             }
             self.stats.lagged = self.stats.lagged.saturating_add(missed);
             self.stats.lag_events = self.stats.lag_events.saturating_add(1);
@@ -522,9 +527,9 @@ impl Reader {
                 .u64_at(cb::LAG_EVENTS)
                 .store(self.stats.lag_events, Ordering::Relaxed);
             self.publish_progress();
-            return ReadError::Lagged(missed);
+            return Err(ReadError::Lagged(missed));
         }
-        ReadError::Empty
+        Err(ReadError::Empty)
     }
 
     /// Announces that this reader is about to sleep until its own signal (the transport's

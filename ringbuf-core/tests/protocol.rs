@@ -475,3 +475,74 @@ fn gating_copy_reports_a_waiting_writer() {
     assert_eq!(w.prepare_wait_for_space(40), Ok(true));
     assert!(r.try_copy(&mut Vec::new()).unwrap().writer_waiting);
 }
+
+#[test]
+fn lossy_reader_lapped_before_it_attaches_learns_its_lag() {
+    for start in [Start::Newest, Start::Oldest] {
+        let mut w = ring(256, 96);
+        w.send(&payload(0, 40), |_| {}).unwrap();
+        let cb = Region::heap(CONTROL_BLOCK_LEN);
+        w.admit(cb.clone(), Mode::Lossy, start, 0).unwrap();
+        // A fast publisher laps the subscriber while its handshake is still in flight.
+        for seq in 1..10 {
+            w.send(&payload(seq, 40), |_| {}).unwrap();
+        }
+        let mut r = Reader::attach(w.ring().clone(), cb).expect("lapped, not corrupt");
+        let first = if start == Start::Newest { 1 } else { 0 };
+        let mut buf = Vec::new();
+        assert_eq!(r.try_copy(&mut buf), Err(ReadError::Lagged(6 - first)));
+        for seq in 6..10 {
+            assert_eq!(r.try_copy(&mut buf).unwrap().seq, seq);
+            assert_eq!(buf, payload(seq, 40));
+        }
+        assert_eq!(r.try_copy(&mut buf), Err(ReadError::Empty));
+    }
+}
+
+#[test]
+fn gating_reader_demoted_and_lapped_before_it_attaches_reads_as_lossy() {
+    let mut w = ring(256, 96);
+    let cb = Region::heap(CONTROL_BLOCK_LEN);
+    let id = w.admit(cb.clone(), Mode::Gating, Start::Newest, 0).unwrap();
+    assert!(w.demote(id));
+    for seq in 0..10 {
+        w.send(&payload(seq, 40), |_| {}).unwrap();
+    }
+    let mut r = Reader::attach(w.ring().clone(), cb).expect("demoted, then lapped");
+    assert!(!r.is_gating());
+    assert_eq!(r.try_copy(&mut Vec::new()), Err(ReadError::Lagged(6)));
+    // Without the demotion the same distance is corruption: the writer never laps a gating reader.
+    let cb = Region::heap(CONTROL_BLOCK_LEN);
+    w.admit(cb.clone(), Mode::Gating, Start::Newest, 1).unwrap();
+    let ring = w.ring().clone();
+    // SAFETY: heap memory owned by this test; offset 128 is `committed`, nobody else accesses it.
+    unsafe { (ring.as_ptr().add(128) as *mut u64).write_volatile(w.committed() + 512) };
+    assert!(Reader::attach(ring, cb).is_err());
+}
+
+#[test]
+fn lapping_only_a_padding_frame_is_no_lag_and_not_empty() {
+    let mut w = ring(256, 96);
+    let mut r = join(&mut w, Mode::Lossy, Start::Newest, 0);
+    let mut buf = Vec::new();
+    for seq in 0..3 {
+        w.send(&payload(seq, 64), |_| {}).unwrap(); // 80 bytes each: committed = 240
+        assert_eq!(r.try_copy(&mut buf).unwrap().seq, seq);
+    }
+    // A padding frame at 240, then messages ending exactly at 512: the writer reuses the
+    // padding's 16 bytes and nothing else the reader has not read.
+    for (seq, len) in [(3, 64), (4, 64), (5, 80)] {
+        w.send(&payload(seq, len), |_| {}).unwrap();
+    }
+    assert_eq!(w.committed(), 512);
+    for (seq, len) in [(3, 64), (4, 64), (5, 80)] {
+        assert_eq!(
+            r.try_copy(&mut buf).unwrap().seq,
+            seq,
+            "no Empty, no Lagged(0)"
+        );
+        assert_eq!(buf, payload(seq, len));
+    }
+    assert_eq!(r.stats().lag_events, 0);
+    assert_eq!(r.try_copy(&mut buf), Err(ReadError::Empty));
+}

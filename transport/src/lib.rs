@@ -72,7 +72,7 @@ pub fn open_fd_count() -> std::io::Result<usize> {
 /// subscriber receives, so a test can try to misuse them. Not part of the API.
 #[doc(hidden)]
 pub mod __test_support {
-    use crate::handshake::{self, Hello, Reply};
+    use crate::handshake::{self, Hello, RefuseCode, Reply};
     use crate::sys;
     use std::os::fd::{AsFd, OwnedFd};
     use std::path::Path;
@@ -107,6 +107,59 @@ pub mod __test_support {
             }
             Err(e) => Err(std::io::Error::other(e.to_string())),
         }
+    }
+
+    /// Decodes `bytes` as the publisher decodes a subscriber's HELLO. An accepted request comes
+    /// back re-encoded, so a caller can check that it round-trips; a refused one gives the
+    /// decoder's error in `Debug` form (`Length(3)`, `Field("mode")`).
+    pub fn decode_hello(bytes: &[u8]) -> Result<Vec<u8>, String> {
+        Hello::decode(bytes)
+            .map(|hello| hello.encode())
+            .map_err(|e| format!("{e:?}"))
+    }
+
+    /// Decodes `bytes` as a subscriber decodes the publisher's WELCOME or REFUSE; results as for
+    /// [`decode_hello`].
+    pub fn decode_reply(bytes: &[u8]) -> Result<Vec<u8>, String> {
+        Reply::decode(bytes)
+            .map(|reply| reply.encode())
+            .map_err(|e| format!("{e:?}"))
+    }
+
+    /// Valid encodings of every HELLO, for seeding fuzzers and property tests.
+    pub fn sample_hellos() -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for mode in [crate::Mode::Gating, crate::Mode::Lossy] {
+            for start in [crate::Start::Newest, crate::Start::Oldest] {
+                out.push(Hello { mode, start }.encode());
+            }
+        }
+        out
+    }
+
+    /// Valid encodings of WELCOMEs and REFUSEs (empty, ASCII, multi-byte and over-long texts),
+    /// for seeding fuzzers and property tests.
+    pub fn sample_replies() -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for (ring_len, cb_len) in [(512 + 4096, 512), (512 + (1 << 20), 512), (0, u64::MAX)] {
+            let welcome = Reply::Welcome {
+                flags: 0,
+                ring_len,
+                cb_len,
+            };
+            out.push(welcome.encode());
+        }
+        let refusals = [
+            (RefuseCode::PermissionDenied, String::new()),
+            (RefuseCode::Version, "protocol version 9".into()),
+            (RefuseCode::BadRequest, "é".repeat(200)),
+            (RefuseCode::Busy, "x".repeat(1000)),
+            (RefuseCode::Internal, "ring full ✓".into()),
+        ];
+        for (code, text) in refusals {
+            out.push(Reply::refuse(code, text).encode());
+        }
+        out
     }
 
     /// Connects to `path` and says nothing.

@@ -380,3 +380,36 @@ fn two_publishers_racing_for_a_stale_socket_never_both_win() {
     std::fs::remove_dir_all(&dir).unwrap();
     fds.check();
 }
+
+#[test]
+fn lossy_subscribers_join_a_publisher_that_laps_them_during_the_handshake() {
+    let t = topic("flood");
+    let mut publisher = Publisher::builder(&t).capacity(4096).bind().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flood = std::thread::spawn({
+        let stop = stop.clone();
+        move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                publisher.send(&[7; 100]).unwrap();
+            }
+        }
+    });
+    // Between admission and attach the publisher writes far more than the ring holds: the
+    // subscriber is lapped, not corrupt, and its first receives report the lag.
+    for start in [Start::Newest, Start::Oldest].repeat(10) {
+        let mut sub = Subscriber::builder(&t)
+            .mode(Mode::Lossy)
+            .start(start)
+            .connect()
+            .unwrap();
+        let received = loop {
+            match sub.recv_timeout(T) {
+                Err(RecvError::Lagged(_)) => continue,
+                other => break other.map(|s| s.len()),
+            }
+        };
+        assert_eq!(received.unwrap(), 100);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    flood.join().unwrap();
+}
