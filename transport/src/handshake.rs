@@ -200,6 +200,9 @@ impl Reply {
                 if flags != 0 {
                     return Err(DecodeError::Field("flags"));
                 }
+                if p[28..].iter().any(|&b| b != 0) {
+                    return Err(DecodeError::Field("reserved"));
+                }
                 Ok(Reply::Welcome {
                     flags,
                     ring_len: u64_at(p, 12),
@@ -242,7 +245,14 @@ mod tests {
             ring_len: 1 << 20,
             cb_len: 512,
         };
-        assert_eq!(Reply::decode(&w.encode()), Ok(w));
+        let w_bytes = w.encode();
+        assert_eq!(Reply::decode(&w_bytes), Ok(w));
+        let mut reserved = w_bytes;
+        reserved[31] = 1;
+        assert_eq!(
+            Reply::decode(&reserved),
+            Err(DecodeError::Field("reserved"))
+        );
         let r = Reply::refuse(RefuseCode::PermissionDenied, "é".repeat(300));
         let Ok(Reply::Refuse { code: 1, text }) = Reply::decode(&r.encode()) else {
             panic!()
