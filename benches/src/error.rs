@@ -31,6 +31,8 @@ pub enum BenchError {
     },
     /// A receiver got bytes that do not match what was sent.
     Corrupt(String),
+    /// A soak found a lost message, a miscounted lag, a leak or a hang.
+    Check(String),
 }
 
 impl fmt::Display for BenchError {
@@ -41,6 +43,7 @@ impl fmt::Display for BenchError {
             Self::Transport { what, err } => write!(f, "{what}: {err}"),
             Self::Child { who, what } => write!(f, "{who}: {what}"),
             Self::Corrupt(msg) => write!(f, "corrupt message: {msg}"),
+            Self::Check(msg) => write!(f, "check failed: {msg}"),
         }
     }
 }

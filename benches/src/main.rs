@@ -13,10 +13,15 @@
 //!
 //! [`fanout`] runs one stream trial for `throughput` and `small`; [`process`] spawns, watches and
 //! reaps the child processes (the binary re-executes itself with a hidden `__child` role);
-//! [`sys`] holds the syscalls; [`payload`] the message format and its checks.
+//! [`sys`] holds the syscalls; [`payload`] the message formats and their checks; [`rng`] the
+//! seeded random numbers.
 //!
 //! `cargo run --release -p shmcast-bench` runs everything in about a minute; `--quick` in a few
 //! seconds; `--json FILE` and `--svg DIR` write the figures and charts.
+//!
+//! `shmcast-bench soak --seconds N` measures nothing: [`soak`] churns subscriber processes
+//! (joins, leaves, stops, kills) under a publisher for N seconds and fails on any lost, corrupted
+//! or miscounted message and on descriptor or memory growth.
 #![deny(unsafe_code)]
 
 mod error;
@@ -29,7 +34,9 @@ mod options;
 mod payload;
 mod process;
 mod report;
+mod rng;
 mod small;
+mod soak;
 mod stats;
 mod svg;
 mod sys;
@@ -61,6 +68,9 @@ fn main() -> ExitCode {
 /// The parent: runs the scenarios, prints the tables, writes the JSON and the charts.
 fn run(args: &[String]) -> Result<()> {
     let o = Options::parse(args)?;
+    if let Some(soak) = &o.soak {
+        return soak::run(soak);
+    }
     let started = Instant::now();
     if let Some(dir) = &o.svg {
         std::fs::create_dir_all(dir).map_err(sys_err(format!("creating {}", dir.display())))?;
@@ -152,6 +162,7 @@ fn child_main(args: &[String]) -> Result<()> {
         latency::LISTENER => latency::listener(rest),
         latency::RELAY => latency::relay(rest),
         limits::ROLE => limits::child(rest),
+        soak::ROLE => soak::child(rest),
         other => Err(BenchError::Usage(format!("unknown child role {other:?}"))),
     }
 }

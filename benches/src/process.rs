@@ -5,12 +5,16 @@
 //! key=value ...`), and inherits exactly the descriptors the parent names. Every wait of the
 //! parent has a deadline; a child that exits, stalls or reports an error ends the run with a
 //! message naming it. Children die with the parent (`PR_SET_PDEATHSIG`), and a [`Fleet`] kills
-//! and reaps every child it still holds when dropped, so no exit path leaves one behind.
+//! and reaps every child it still holds when dropped, so no exit path leaves one behind. A fleet
+//! can also be watched without waiting (the soak's churn): lines as they come, exits, signals to
+//! one child, and children taken out once reaped.
 
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, RawFd};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+use rustix::process::Signal;
 
 use crate::error::{BenchError, Result, sys};
 
@@ -125,22 +129,17 @@ impl Fleet {
     pub fn expect(&mut self, i: usize, tag: &str, deadline: Instant) -> Result<Report> {
         let proc = &mut self.procs[i];
         loop {
-            if let Some(pos) = proc.buf.iter().position(|&b| b == b'\n') {
-                let line: Vec<u8> = proc.buf.drain(..=pos).collect();
-                let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
-                let mut words = text.split_ascii_whitespace().map(str::to_owned);
-                let found = words.next().unwrap_or_default();
-                if found != tag {
+            if let Some(report) = proc.take_line() {
+                if report.tag != tag {
                     return Err(BenchError::Child {
                         who: proc.name.clone(),
-                        what: format!("expected a {tag:?} line, got {text:?}"),
+                        what: format!(
+                            "expected a {tag:?} line, got {:?}",
+                            [&[report.tag], &report.words[..]].concat().join(" ")
+                        ),
                     });
                 }
-                return Ok(Report {
-                    who: proc.name.clone(),
-                    tag: found,
-                    words: words.collect(),
-                });
+                return Ok(report);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -166,6 +165,61 @@ impl Fleet {
                 Err(e) => return Err(sys(format!("reading from {}", proc.name))(e)),
             }
         }
+    }
+
+    /// Child `i`'s next line, if it has printed a whole one; never waits. `None` as well once
+    /// its output has ended.
+    pub fn try_next(&mut self, i: usize) -> Result<Option<Report>> {
+        let proc = &mut self.procs[i];
+        loop {
+            if let Some(report) = proc.take_line() {
+                return Ok(Some(report));
+            }
+            let mut chunk = [0u8; 4096];
+            match proc.out.read(&mut chunk) {
+                Ok(0) => return Ok(None),
+                Ok(n) => proc.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(sys(format!("reading from {}", proc.name))(e)),
+            }
+        }
+    }
+
+    /// Child `i`'s exit status if it has exited (it is reaped then); never waits.
+    pub fn try_exit(&mut self, i: usize) -> Result<Option<ExitStatus>> {
+        let proc = &mut self.procs[i];
+        proc.child
+            .try_wait()
+            .map_err(sys(format!("waiting for {}", proc.name)))
+    }
+
+    /// Sends `signal` to child `i` (`SIGSTOP`, `SIGCONT`...).
+    pub fn signal(&self, i: usize, signal: Signal) -> Result<()> {
+        let proc = &self.procs[i];
+        crate::sys::kill(proc.child.id(), signal)
+            .map_err(sys(format!("signalling {} ({signal:?})", proc.name)))
+    }
+
+    /// Kills child `i` (`SIGKILL`) and reaps it. Returns its status: killed, or exited by
+    /// itself just before. Its unread lines stay readable with [`try_next`](Self::try_next).
+    pub fn kill(&mut self, i: usize) -> Result<ExitStatus> {
+        let proc = &mut self.procs[i];
+        let _ = proc.child.kill();
+        proc.child
+            .wait()
+            .map_err(sys(format!("reaping {}", proc.name)))
+    }
+
+    /// Takes child `i`, which has exited and been reaped, out of the fleet; later children move
+    /// down one index.
+    pub fn remove(&mut self, i: usize) {
+        self.procs.remove(i);
+    }
+
+    /// Child `i`'s name.
+    pub fn name(&self, i: usize) -> &str {
+        &self.procs[i].name
     }
 
     /// Waits for a `tag` line from every child, in order, until `deadline`.
@@ -213,6 +267,21 @@ impl Drop for Fleet {
         for proc in &mut self.procs {
             let _ = proc.child.wait();
         }
+    }
+}
+
+impl Proc {
+    /// The next whole line already read from the child, parsed.
+    fn take_line(&mut self) -> Option<Report> {
+        let pos = self.buf.iter().position(|&b| b == b'\n')?;
+        let line: Vec<u8> = self.buf.drain(..=pos).collect();
+        let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
+        let mut words = text.split_ascii_whitespace().map(str::to_owned);
+        Some(Report {
+            who: self.name.clone(),
+            tag: words.next().unwrap_or_default(),
+            words: words.collect(),
+        })
     }
 }
 

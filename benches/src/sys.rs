@@ -1,6 +1,6 @@
 //! Every syscall the benchmark makes that the transports under test do not make for it: clocks,
-//! CPU-time accounting, sockets for the socket transports, shared pages and descriptor
-//! inheritance for child processes.
+//! CPU-time and memory accounting, sockets for the socket transports, shared pages, descriptor
+//! inheritance and signals for child processes.
 #![allow(unsafe_code)]
 
 use std::io;
@@ -105,6 +105,27 @@ pub fn adopt_inherited(fd: RawFd) -> io::Result<OwnedFd> {
             Err(err.into())
         }
     }
+}
+
+/// `kill(pid, signal)`: stops, continues or kills a child process.
+pub fn kill(pid: u32, signal: Signal) -> io::Result<()> {
+    let pid = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a process id"))?;
+    Ok(rustix::process::kill_process(pid, signal)?)
+}
+
+/// This process's resident set size in bytes, from `/proc/self/statm` (resident pages, its
+/// second field).
+pub fn rss_bytes() -> io::Result<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm")?;
+    let pages: u64 = statm
+        .split_ascii_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .ok_or_else(|| io::Error::other(format!("unexpected /proc/self/statm: {statm:?}")))?;
+    Ok(pages * rustix::param::page_size() as u64)
 }
 
 /// `socketpair(AF_UNIX, kind, SOCK_CLOEXEC)`.

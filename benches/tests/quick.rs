@@ -1,8 +1,10 @@
-//! Smoke test: every scenario in `--quick` mode, through the real binary, with JSON and SVG
-//! output. Checks that the run completes and writes what it promises; asserts no timings.
+//! Smoke tests through the real binary: every scenario in `--quick` mode, with JSON and SVG
+//! output, and a short soak. They check that a run completes and writes what it promises; they
+//! assert no timings.
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 fn scratch_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("shmcast-bench-quick-{}", std::process::id()));
@@ -113,4 +115,48 @@ fn quick_run_covers_every_scenario() {
         assert!(content.starts_with("<svg") && content.trim_end().ends_with("</svg>"));
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn short_soak_passes() {
+    // The soak bounds every wait itself; this watchdog only turns a hang of the whole binary
+    // into a clear failure. Its output (a few KiB) fits the pipes until it exits.
+    const WATCHDOG: Duration = Duration::from_secs(15 + 120);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shmcast-bench"))
+        .args(["soak", "--seconds", "15"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run shmcast-bench soak");
+    let started = Instant::now();
+    while child.try_wait().expect("wait for the soak").is_none() {
+        if started.elapsed() > WATCHDOG {
+            let _ = child.kill();
+            let output = child.wait_with_output().expect("reap the soak");
+            panic!(
+                "shmcast-bench soak --seconds 15 still running after {WATCHDOG:?}; killed.\n\
+                 stdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let output = child.wait_with_output().expect("collect the soak's output");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "shmcast-bench soak failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    for line in ["== soak", "published", "verified", "descriptors", "memory"] {
+        assert!(stdout.contains(line), "no {line:?} in:\n{stdout}");
+    }
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("result") && l.ends_with("PASS")),
+        "no PASS in:\n{stdout}"
+    );
 }
