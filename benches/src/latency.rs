@@ -834,18 +834,22 @@ fn targets(g: &Group, limits: Option<&Limits>, messages: usize) -> String {
             shown.join(" / ")
         ));
     }
-    for t in [Transport::Shmcast, Transport::ShmcastPoll] {
-        if has(t) {
-            let s = g.per_msg(t, |x| x.publisher_syscalls, messages);
-            let waits = g.per_msg(t, |x| x.publisher_space_syscalls, messages);
-            out.push_str(&format!(
-                "  target: publisher syscalls/msg with every listener parked ({}) = {s:.3}{} \
-                 (target <= 1: {})\n",
-                t.name(),
-                space_note(waits),
-                if s <= 1.0 { "met" } else { "NOT met" }
-            ));
-        }
+    if has(Transport::Shmcast) {
+        let s = g.per_msg(Transport::Shmcast, |x| x.publisher_syscalls, messages);
+        let waits = g.per_msg(Transport::Shmcast, |x| x.publisher_space_syscalls, messages);
+        out.push_str(&format!(
+            "  target: publisher syscalls/msg with every listener parked (shmcast) = {s:.3}{} \
+             (target <= 1: {})\n",
+            space_note(waits),
+            if s <= 1.0 { "met" } else { "NOT met" }
+        ));
+    }
+    if has(Transport::ShmcastPoll) {
+        let s = g.per_msg(Transport::ShmcastPoll, |x| x.publisher_syscalls, messages);
+        out.push_str(&format!(
+            "  note: shmcast-poll makes {s:.3} publisher syscalls/msg: one doorbell per listener \
+             waiting in an event loop (the <= 1 target is for listeners blocked in recv)\n"
+        ));
     }
     if has(Transport::ShmcastSpin) {
         let s = g.per_msg(Transport::ShmcastSpin, |x| x.publisher_syscalls, messages);
