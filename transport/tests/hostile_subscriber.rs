@@ -38,10 +38,16 @@ fn publish_under_attack(topic: &str, attack: &str) -> shmcast::PublisherStats {
         ],
     );
     good.expect_line("ready");
-    let mut hostile = child::spawn("hostile", &[path, attack.into()]);
+    let role = if attack == "clients" {
+        "clients"
+    } else {
+        "hostile"
+    };
+    let admitted = if attack == "clients" { 1 } else { 2 };
+    let mut hostile = child::spawn(role, &[path, attack.into()]);
     hostile.expect_line("attacking");
-    common::until("both subscribers admitted", || {
-        publisher.subscriber_count() == 2
+    common::until("the subscribers admitted", || {
+        publisher.subscriber_count() == admitted
     });
     let mut m = Vec::new();
     for seq in 0..MESSAGES {
@@ -88,6 +94,17 @@ fn garbage_gating_cursors_are_demoted() {
     assert!(stats.demotions >= 1, "{stats:?}");
 }
 
+/// A process floods the topic socket: hundreds of connections that never speak, oversized and
+/// truncated packets, garbage, descriptors, and connections opened and closed in a tight loop.
+/// The publisher refuses or drops each (and counts them), keeps publishing, and the good
+/// subscriber receives every message in order.
+#[test]
+fn socket_floods_are_refused_while_the_publisher_keeps_publishing() {
+    let stats = publish_under_attack(&topic("clients"), "clients");
+    assert!(stats.refused >= 1, "{stats:?}");
+    assert_eq!(stats.admitted, 1, "only the good subscriber: {stats:?}");
+}
+
 /// Child roles; a no-op in the normal test run.
 #[test]
 #[ignore = "runs only as a child process"]
@@ -98,6 +115,7 @@ fn role_entry() {
     match role.as_str() {
         "subscriber" => roles::subscriber(&args),
         "hostile" => role_hostile(&args),
+        "clients" => role_clients(&args),
         other => panic!("unknown role {other}"),
     }
 }
@@ -192,4 +210,71 @@ fn role_hostile(args: &[String]) {
             std::thread::yield_now();
         }
     }
+}
+
+/// A connected `SOCK_SEQPACKET` socket to `path`, or `None` if the publisher's backlog is full.
+fn seqpacket(path: &std::path::Path) -> Option<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: plain socket calls on a descriptor we own from creation; the address is a zeroed
+    // sockaddr_un with the path copied in, bounded by its size.
+    unsafe {
+        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket");
+        let fd = OwnedFd::from_raw_fd(fd);
+        let mut addr: libc::sockaddr_un = std::mem::zeroed();
+        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        let bytes = path.as_os_str().as_bytes();
+        assert!(bytes.len() < addr.sun_path.len());
+        for (d, &b) in addr.sun_path.iter_mut().zip(bytes) {
+            *d = b as libc::c_char;
+        }
+        let len = size_of::<libc::sockaddr_un>() as libc::socklen_t;
+        let ok = libc::connect(fd.as_raw_fd(), (&raw const addr).cast(), len) == 0;
+        ok.then_some(fd)
+    }
+}
+
+/// Sends `bytes` on `fd` without blocking, ignoring the outcome.
+fn send_raw(fd: &OwnedFd, bytes: &[u8]) {
+    // SAFETY: a send from a live buffer on a descriptor we own.
+    unsafe {
+        libc::send(
+            fd.as_raw_fd(),
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        );
+    }
+}
+
+/// args: path. Floods the topic socket until killed.
+fn role_clients(args: &[String]) {
+    let path = std::path::Path::new(&args[0]);
+    // Hundreds that never speak (past the publisher's pending-handshake cap: refused as busy).
+    let silent: Vec<OwnedFd> = (0..300).filter_map(|_| seqpacket(path)).collect();
+    assert!(!silent.is_empty());
+    println!("attacking");
+    let oversized = vec![0x5a; 4096];
+    let mut hello = b"SHMC\x02\x00\x01\x00\x01\x00\0\0\0\0\0\0".to_vec();
+    for round in 0u64.. {
+        let Some(fd) = seqpacket(path) else {
+            std::thread::yield_now();
+            continue;
+        };
+        match round % 5 {
+            0 => send_raw(&fd, &oversized),
+            1 => send_raw(&fd, &hello[..3]),
+            2 => send_raw(&fd, b"definitely not a hello"),
+            3 => {
+                hello.push(0);
+                send_raw(&fd, &hello);
+                hello.pop();
+            }
+            // Connect and close at once.
+            _ => {}
+        }
+        drop(fd);
+    }
+    drop(silent);
 }
