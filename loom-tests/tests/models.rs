@@ -137,6 +137,33 @@ fn notify() -> Wake {
     Arc::new(Notify::new())
 }
 
+/// Reads `lens.len()` messages as a gating reader, calling `park` on every empty read, then
+/// notifies `done`. Its only way forward after an empty read is a wakeup for a commit: a writer
+/// that waits for `done` before closing turns a lost wakeup into a deadlock, which loom reports.
+fn read_all_then_notify(
+    r: &mut Reader,
+    lens: &[usize],
+    done: &Notify,
+    mut park: impl FnMut(&mut Reader),
+) {
+    let mut buf = Vec::new();
+    let mut got = 0;
+    while got < lens.len() as u64 {
+        match r.try_peek() {
+            Ok(f) => {
+                assert_eq!(f.seq(), got);
+                r.read_payload(&f, &mut buf);
+                assert_eq!(buf, msg(got, lens[got as usize]));
+                r.release(f);
+                got += 1;
+            }
+            Err(ReadError::Empty) => park(r),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    done.notify();
+}
+
 #[test]
 fn model1_two_gating_readers_wrap() {
     loom::model(|| {
@@ -187,22 +214,7 @@ fn model3a_reader_park_no_lost_wakeup() {
         // writer does not close (closing signals everyone) until the reader has everything.
         // A lost wakeup leaves both asleep, which loom reports as a deadlock.
         let t = thread::spawn(move || {
-            let mut buf = Vec::new();
-            let mut got = 0;
-            while got < LENS.len() as u64 {
-                match r.try_peek() {
-                    Ok(f) => {
-                        assert_eq!(f.seq(), got);
-                        r.read_payload(&f, &mut buf);
-                        assert_eq!(buf, msg(got, LENS[got as usize]));
-                        r.release(f);
-                        got += 1;
-                    }
-                    Err(ReadError::Empty) => park(&mut r, &wake),
-                    Err(e) => panic!("{e}"),
-                }
-            }
-            done2.notify();
+            read_all_then_notify(&mut r, &LENS, &done2, |r| park(r, &wake));
         });
         for (seq, &len) in LENS.iter().enumerate() {
             w.send(&msg(seq as u64, len), |n| n.notify()).unwrap();
@@ -248,27 +260,12 @@ fn model3c_futex_park_no_lost_wakeup() {
         let mut r = join(&mut w, Mode::Gating, Start::Newest, ());
         let (futex2, done2) = (futex.clone(), done.clone());
         let t = thread::spawn(move || {
-            let mut buf = Vec::new();
-            let mut got = 0;
-            while got < LENS.len() as u64 {
-                match r.try_peek() {
-                    Ok(f) => {
-                        assert_eq!(f.seq(), got);
-                        r.read_payload(&f, &mut buf);
-                        assert_eq!(buf, msg(got, LENS[got as usize]));
-                        r.release(f);
-                        got += 1;
-                    }
-                    Err(ReadError::Empty) => {
-                        if let Some(expected) = r.prepare_park_futex() {
-                            futex2.wait(r.wake_word(), expected);
-                        }
-                        r.unpark();
-                    }
-                    Err(e) => panic!("{e}"),
+            read_all_then_notify(&mut r, &LENS, &done2, |r| {
+                if let Some(expected) = r.prepare_park_futex() {
+                    futex2.wait(r.wake_word(), expected);
                 }
-            }
-            done2.notify();
+                r.unpark();
+            });
         });
         for (seq, &len) in LENS.iter().enumerate() {
             let wakeups = w
