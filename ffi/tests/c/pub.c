@@ -2,7 +2,7 @@
  * generator in common.h (alternating loan/publish and send, with an abandoned loan now and
  * then that nobody must see), prints its checksum and exits.
  *
- * usage: pub TOPIC COUNT SUBSCRIBERS [CAPACITY [hybrid|shared|per-subscriber]] */
+ * usage: pub TOPIC COUNT SUBSCRIBERS [CAPACITY] */
 #include "common.h"
 
 #include <time.h>
