@@ -39,6 +39,7 @@ use std::io;
 use std::ops::Deref;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 const TOKEN_SELF: u64 = 1;
@@ -369,14 +370,13 @@ impl Subscriber {
             };
             // Sleep on the ring's wake word: one FUTEX_WAKE from the publisher wakes every
             // subscriber sleeping there. A dead publisher wakes nobody: its hang-up is noticed
-            // when a sleep runs its full course (at most PARK_RECHECK).
+            // after a sleep that ends with the word unchanged (a timeout, at most PARK_RECHECK).
             if let Some(word) = self.reader.prepare_park_futex() {
                 self.parks += 1;
-                let slept = Instant::now();
                 let waited = sys::futex_wait(self.reader.wake_word(), word, timeout);
                 self.reader.unpark();
                 waited.map_err(RecvError::Io)?;
-                if slept.elapsed() >= timeout {
+                if self.reader.wake_word().load(Ordering::Relaxed) == word {
                     self.poll_events(Some(Duration::ZERO))?;
                 }
             } else if self.gone {
