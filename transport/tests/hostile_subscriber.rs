@@ -13,29 +13,33 @@ use shmcast::{Mode, Publisher};
 use shmcast_core::layout::{ControlBlock, RingHeader};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Instant;
 
 const MESSAGES: u64 = 20_000;
 /// Largest message.
 const MAX: usize = 200;
+/// What the storming subscriber prints once its unread doorbells fill its socket's queue.
+const QUEUE_FULL: &str = "doorbell queue full";
 
 fn topic(name: &str) -> String {
     format!("hostile-sub-{}-{name}", std::process::id())
 }
 
-/// Publishes `MESSAGES` messages with blocking loans (a good gating subscriber process paces
-/// them) while a hostile subscriber process runs `attack`; returns the publisher's statistics.
-fn publish_under_attack(topic: &str, attack: &str) -> shmcast::PublisherStats {
+/// Publishes at least `MESSAGES` messages with blocking loans (a good gating subscriber
+/// process paces them) while a hostile process runs `attack`, and goes on until `reached`
+/// holds: the attack demonstrably reached the publisher (so no scheduling can make the test pass
+/// without one). Returns the publisher's statistics.
+fn publish_under_attack(
+    topic: &str,
+    attack: &str,
+    mut reached: impl FnMut(&Publisher, &mut child::Proc) -> bool,
+) -> shmcast::PublisherStats {
     let fds = FdGuard::new();
     let mut publisher = Publisher::builder(topic).capacity(1 << 14).bind().unwrap();
     let path = publisher.path().to_str().unwrap().to_owned();
     let mut good = child::spawn(
         "subscriber",
-        &[
-            path.clone(),
-            "gating".into(),
-            MAX.to_string(),
-            MESSAGES.to_string(),
-        ],
+        &[path.clone(), "gating".into(), MAX.to_string(), "any".into()],
     );
     good.expect_line("ready");
     let role = if attack == "clients" {
@@ -49,8 +53,16 @@ fn publish_under_attack(topic: &str, attack: &str) -> shmcast::PublisherStats {
     common::until("the subscribers admitted", || {
         publisher.subscriber_count() == admitted
     });
+    let deadline = Instant::now() + WATCHDOG;
+    let mut proven = false;
     let mut m = Vec::new();
-    for seq in 0..MESSAGES {
+    let mut seq = 0;
+    while seq < MESSAGES || !proven {
+        assert!(
+            Instant::now() < deadline,
+            "watchdog: the attack had not reached the publisher after {seq} messages: {:?}",
+            publisher.stats()
+        );
         message(seq, MAX, &mut m);
         // A loan that never comes back is the hang this test exists to catch.
         let mut loan = publisher
@@ -58,13 +70,16 @@ fn publish_under_attack(topic: &str, attack: &str) -> shmcast::PublisherStats {
             .unwrap_or_else(|e| panic!("message {seq}: {e}"));
         loan.copy_from_slice(&m);
         loan.publish();
+        seq += 1;
+        proven = proven || reached(&publisher, &mut hostile);
     }
     let stats = publisher.stats();
+    assert_eq!(stats.messages, seq);
     drop(publisher);
     let out = good.finish();
     assert!(
-        out.contains(&format!("summary received={MESSAGES} lagged=0")),
-        "{out}"
+        out.contains(&format!("summary received={seq} lagged=0")),
+        "{seq} published: {out}"
     );
     // Still attacking when killed: nothing stopped it, and nothing it did stopped us.
     hostile.kill();
@@ -72,17 +87,19 @@ fn publish_under_attack(topic: &str, attack: &str) -> shmcast::PublisherStats {
     stats
 }
 
-/// A lossy subscriber makes its own socket blocking, never reads its doorbells (its queue
-/// fills), keeps announcing "parked" (both kinds) so commits ring it or wake the futex, floods
-/// the publisher with doorbells and FUTEX_WAKEs the ring's wake word in a loop: the publisher's
+/// A lossy subscriber makes its own socket blocking, never reads its doorbells, keeps
+/// announcing "parked" (both kinds) so commits ring it or wake the futex, floods the publisher
+/// with doorbells and FUTEX_WAKEs the ring's wake word in a loop. Publishing goes on until the
+/// hostile sees its doorbell queue full (the kernel refuses further doorbells): the publisher's
 /// sends never block (each doorbell is MSG_DONTWAIT on the publisher's own end) and the good
 /// subscriber receives every message in order.
 #[test]
 fn doorbell_and_parked_storms_never_block_the_publisher() {
-    let stats = publish_under_attack(&topic("storm"), "storm");
-    assert_eq!(stats.messages, MESSAGES);
-    // The storm did reach the publisher: it rang the hostile's full doorbell again and again.
-    assert!(stats.wake_syscalls > MESSAGES / 100, "{stats:?}");
+    let stats = publish_under_attack(&topic("storm"), "storm", |_, hostile| {
+        hostile.printed(QUEUE_FULL)
+    });
+    // Every unread doorbell in the hostile's queue was one send of the publisher's.
+    assert!(stats.wake_syscalls >= queue_limit() as u64, "{stats:?}");
 }
 
 /// A gating subscriber writes cursors ahead of the writer and far behind it: the publisher
@@ -90,7 +107,9 @@ fn doorbell_and_parked_storms_never_block_the_publisher() {
 /// the good subscriber receives every message in order.
 #[test]
 fn garbage_gating_cursors_are_demoted() {
-    let stats = publish_under_attack(&topic("cursor"), "cursor");
+    let stats = publish_under_attack(&topic("cursor"), "cursor", |publisher, _| {
+        publisher.stats().demotions >= 1
+    });
     assert!(stats.demotions >= 1, "{stats:?}");
 }
 
@@ -100,7 +119,9 @@ fn garbage_gating_cursors_are_demoted() {
 /// subscriber receives every message in order.
 #[test]
 fn socket_floods_are_refused_while_the_publisher_keeps_publishing() {
-    let stats = publish_under_attack(&topic("clients"), "clients");
+    let stats = publish_under_attack(&topic("clients"), "clients", |publisher, _| {
+        publisher.stats().refused >= 1
+    });
     assert!(stats.refused >= 1, "{stats:?}");
     assert_eq!(stats.admitted, 1, "only the good subscriber: {stats:?}");
 }
@@ -178,6 +199,8 @@ fn role_hostile(args: &[String]) {
             0
         );
     }
+    let queue_limit = queue_limit();
+    let mut full = false;
     println!("attacking");
     for rounds in 0u64.. {
         match args[1].as_str() {
@@ -207,9 +230,28 @@ fn role_hostile(args: &[String]) {
             }
         }
         if rounds % 1024 == 0 {
+            if !full && args[1] == "storm" {
+                let mut queued: libc::c_int = 0;
+                // SAFETY: FIONREAD writes one int, the bytes queued on our socket.
+                let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::FIONREAD, &mut queued) };
+                assert_eq!(rc, 0, "FIONREAD");
+                // Each doorbell is one byte.
+                if queued >= queue_limit {
+                    full = true;
+                    println!("{QUEUE_FULL}: {queued} doorbells unread");
+                }
+            }
             std::thread::yield_now();
         }
     }
+}
+
+/// How many packets the kernel queues for a connected packet socket before it refuses more.
+fn queue_limit() -> i32 {
+    std::fs::read_to_string("/proc/sys/net/unix/max_dgram_qlen")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(10)
 }
 
 /// A connected `SOCK_SEQPACKET` socket to `path`, or `None` if the publisher's backlog is full.

@@ -106,6 +106,12 @@ impl Proc {
         }
     }
 
+    /// Whether the child has printed a line containing `needle` since the last look, without
+    /// waiting; the lines read are consumed.
+    pub fn printed(&mut self, needle: &str) -> bool {
+        self.lines.try_iter().any(|line| line.contains(needle))
+    }
+
     /// Sends `signal` to the child.
     pub fn signal(&self, signal: i32) {
         // SAFETY: kill has no memory preconditions; the pid is our unreaped child's, so it
