@@ -1,6 +1,7 @@
 //! Faults with real processes: subscribers killed (SIGKILL) while holding a sample, while parked
-//! in `recv` and in the middle of the handshake; a gating subscriber stopped (SIGSTOP) with and
-//! without a stall bound; a publisher killed and replaced on the same topic.
+//! in `recv`, in the middle of the handshake and anywhere in a receive loop; a gating subscriber
+//! stopped (SIGSTOP) with and without a stall bound; a publisher stopped and resumed; a publisher
+//! killed and replaced on the same topic.
 //!
 //! Every test ends by checking that nothing was lost (each surviving subscriber received every
 //! message in order, or counted exactly what it missed), nothing leaked (a `FdGuard` here and in
@@ -47,6 +48,8 @@ fn role_entry() {
         "hold" => role_hold(&args),
         "silent" => role_silent(&args),
         "connect-loop" => role_connect_loop(&args),
+        "paced-publisher" => role_paced_publisher(&args),
+        "receive-loop" => role_receive_loop(&args),
         r => panic!("unknown role {r}"),
     }
 }
@@ -78,6 +81,48 @@ fn role_connect_loop(args: &[String]) {
     println!("looping");
     loop {
         drop(Subscriber::connect(&args[0]).unwrap());
+    }
+}
+
+/// args: topic count subscribers. Binds (printing `bound`), waits for `subscribers`, prints
+/// `publishing`, publishes `count` messages of up to `MAX` bytes 200 µs apart, prints `done` and
+/// exits, which disconnects its subscribers.
+fn role_paced_publisher(args: &[String]) {
+    let (count, subs): (u64, usize) = (args[1].parse().unwrap(), args[2].parse().unwrap());
+    let mut publisher = publisher(&args[0], None);
+    println!("bound");
+    until_subscribers(&publisher, subs);
+    println!("publishing");
+    let mut buf = Vec::new();
+    for seq in 0..count {
+        message(seq, MAX, &mut buf);
+        let mut loan = publisher
+            .loan_timeout(buf.len(), common::child::WATCHDOG)
+            .unwrap();
+        loan.copy_from_slice(&buf);
+        loan.publish();
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    println!("done");
+}
+
+/// args: topic. A gating subscriber that receives, holds each sample a moment and drops it, in
+/// a loop until it is killed: a kill lands anywhere in receiving, parking, holding or releasing.
+fn role_receive_loop(args: &[String]) {
+    let mut sub = Subscriber::builder(&args[0])
+        .connect_timeout(Duration::from_secs(30))
+        .connect()
+        .unwrap();
+    println!("receiving");
+    let mut scratch = Vec::new();
+    let mut next = None;
+    loop {
+        let m = sub.recv().unwrap();
+        // It starts at the newest message, whichever that is.
+        assert_eq!(m.seq(), *next.get_or_insert(m.seq()), "in order");
+        verify(m.seq(), &m, MAX, &mut scratch);
+        next = Some(m.seq() + 1);
+        drop(m);
     }
 }
 
@@ -283,6 +328,109 @@ fn sigkill_of_subscribers_while_they_connect_never_blocks_the_publisher() {
     assert!(publisher.stats().admitted > ROUNDS);
     drop(publisher);
     received_all(healthy, ROUNDS * PER_ROUND);
+    fds.check();
+}
+
+/// A gating subscriber process is killed at a different moment of its receive loop (waiting,
+/// parked, holding a sample, releasing it) in each round while the publisher publishes: the
+/// publisher never waits on the dead one, and the healthy subscriber loses nothing.
+#[test]
+fn sigkill_anywhere_in_the_receive_loop_never_blocks_the_publisher() {
+    const ROUNDS: u64 = 8;
+    const PER_ROUND: u64 = 400;
+    let fds = FdGuard::new();
+    let t = topic("receiving");
+    let mut publisher = publisher(&t, None);
+    let healthy = subscriber(&t, "gating", MAX, ROUNDS * PER_ROUND);
+    until_subscribers(&publisher, 1);
+    let before = fds.snapshot();
+    for round in 0..ROUNDS {
+        let seqs = round * PER_ROUND..(round + 1) * PER_ROUND;
+        let mut victim = spawn("receive-loop", std::slice::from_ref(&t));
+        victim.expect_line("receiving");
+        until_subscribers(&publisher, 2);
+        // The victim starts at the newest message: this round's first. It dies after a
+        // different share of the round each time, from the first message to past the last.
+        let killer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_micros(round * 700));
+            victim.kill();
+        });
+        publish(&mut publisher, seqs);
+        killer.join().unwrap();
+        until_subscribers(&publisher, 1);
+        fds.expect(
+            &before,
+            &format!("after killing receiving subscriber {round}"),
+        );
+    }
+    assert_eq!(publisher.stats().departed, ROUNDS);
+    drop(publisher);
+    received_all(healthy, ROUNDS * PER_ROUND);
+    fds.check();
+}
+
+/// The publisher process is stopped (SIGSTOP) in the middle of a stream: subscribers drain what
+/// was committed, then get `Timeout` (from sleeps that end on their own, each followed by the
+/// hang-up check) and never `Disconnected`; after SIGCONT the stream goes on where it stopped,
+/// and ends with `Disconnected` when the publisher exits.
+#[test]
+fn sigstop_of_the_publisher_is_a_timeout_and_sigcont_resumes_the_stream() {
+    let fds = FdGuard::new();
+    let t = topic("publisher-stop");
+    let mut publisher = spawn(
+        "paced-publisher",
+        &[t.clone(), COUNT.to_string(), "2".into()],
+    );
+    publisher.expect_line("bound");
+    // A second subscriber in its own process, blocked in `recv` across the stop.
+    let other = subscriber(&t, "gating", MAX, COUNT);
+    let mut sub = Subscriber::builder(&t)
+        .connect_timeout(Duration::from_secs(30))
+        .connect()
+        .unwrap();
+    publisher.expect_line("publishing");
+    let mut scratch = Vec::new();
+    let mut next = 0;
+    let mut take = |m: shmcast::Sample<'_>, next: &mut u64| {
+        assert_eq!(m.seq(), *next, "in order");
+        verify(m.seq(), &m, MAX, &mut scratch);
+        *next += 1;
+    };
+    while next < COUNT / 4 {
+        let m = sub.recv_timeout(common::child::WATCHDOG).unwrap();
+        take(m, &mut next);
+    }
+    publisher.stop();
+    // What was committed before the stop: at most a ringful, as we gate the publisher.
+    loop {
+        match sub.recv_timeout(Duration::from_millis(300)) {
+            Ok(m) => take(m, &mut next),
+            Err(RecvError::Timeout) => break,
+            Err(e) => panic!("a stopped publisher is not gone: {e}"),
+        }
+    }
+    assert!(next < COUNT, "stopped mid-stream");
+    // Each of these sleeps outlasts PARK_RECHECK, so it ends with the hang-up check.
+    for _ in 0..3 {
+        match sub.recv_timeout(Duration::from_millis(250)) {
+            Err(RecvError::Timeout) => {}
+            other => panic!("a stopped publisher: {:?}", other.map(|m| m.seq())),
+        }
+    }
+    assert!(matches!(sub.try_recv(), Err(RecvError::Empty)));
+    publisher.resume();
+    while next < COUNT {
+        let m = sub.recv_timeout(common::child::WATCHDOG).unwrap();
+        take(m, &mut next);
+    }
+    publisher.expect_line("done");
+    assert!(matches!(
+        sub.recv_timeout(common::child::WATCHDOG),
+        Err(RecvError::Disconnected)
+    ));
+    publisher.finish();
+    drop(sub);
+    received_all(other, COUNT);
     fds.check();
 }
 

@@ -13,11 +13,15 @@ use shmcast::{Mode, Publisher};
 use shmcast_core::layout::{ControlBlock, RingHeader};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 const MESSAGES: u64 = 20_000;
 /// Largest message.
 const MAX: usize = 200;
+/// What the requeueing subscriber prints once it has moved a sleeper off the wake word.
+const REQUEUED: &str = "requeued";
+/// As many messages as fast as the good subscriber takes them.
+const FLAT_OUT: (u64, Duration) = (MESSAGES, Duration::ZERO);
 /// What the storming subscriber prints once its unread doorbells fill its socket's queue.
 const QUEUE_FULL: &str = "doorbell queue full";
 
@@ -25,13 +29,14 @@ fn topic(name: &str) -> String {
     format!("hostile-sub-{}-{name}", std::process::id())
 }
 
-/// Publishes at least `MESSAGES` messages with blocking loans (a good gating subscriber
-/// process paces them) while a hostile process runs `attack`, and goes on until `reached`
-/// holds: the attack demonstrably reached the publisher (so no scheduling can make the test pass
-/// without one). Returns the publisher's statistics.
+/// Publishes at least `messages` messages with blocking loans, `pace` apart (a good gating
+/// subscriber process paces them too), while a hostile process runs `attack`, and goes on until
+/// `reached` holds: the attack demonstrably reached its target (so no scheduling can make the
+/// test pass without one). Returns the publisher's statistics.
 fn publish_under_attack(
     topic: &str,
     attack: &str,
+    (messages, pace): (u64, Duration),
     mut reached: impl FnMut(&Publisher, &mut child::Proc) -> bool,
 ) -> shmcast::PublisherStats {
     let fds = FdGuard::new();
@@ -57,7 +62,7 @@ fn publish_under_attack(
     let mut proven = false;
     let mut m = Vec::new();
     let mut seq = 0;
-    while seq < MESSAGES || !proven {
+    while seq < messages || !proven {
         assert!(
             Instant::now() < deadline,
             "watchdog: the attack had not reached the publisher after {seq} messages: {:?}",
@@ -71,6 +76,9 @@ fn publish_under_attack(
         loan.copy_from_slice(&m);
         loan.publish();
         seq += 1;
+        if !pace.is_zero() {
+            std::thread::sleep(pace);
+        }
         proven = proven || reached(&publisher, &mut hostile);
     }
     let stats = publisher.stats();
@@ -95,7 +103,7 @@ fn publish_under_attack(
 /// subscriber receives every message in order.
 #[test]
 fn doorbell_and_parked_storms_never_block_the_publisher() {
-    let stats = publish_under_attack(&topic("storm"), "storm", |_, hostile| {
+    let stats = publish_under_attack(&topic("storm"), "storm", FLAT_OUT, |_, hostile| {
         hostile.printed(QUEUE_FULL)
     });
     // Every unread doorbell in the hostile's queue was one send of the publisher's.
@@ -107,7 +115,7 @@ fn doorbell_and_parked_storms_never_block_the_publisher() {
 /// the good subscriber receives every message in order.
 #[test]
 fn garbage_gating_cursors_are_demoted() {
-    let stats = publish_under_attack(&topic("cursor"), "cursor", |publisher, _| {
+    let stats = publish_under_attack(&topic("cursor"), "cursor", FLAT_OUT, |publisher, _| {
         publisher.stats().demotions >= 1
     });
     assert!(stats.demotions >= 1, "{stats:?}");
@@ -119,11 +127,28 @@ fn garbage_gating_cursors_are_demoted() {
 /// subscriber receives every message in order.
 #[test]
 fn socket_floods_are_refused_while_the_publisher_keeps_publishing() {
-    let stats = publish_under_attack(&topic("clients"), "clients", |publisher, _| {
+    let stats = publish_under_attack(&topic("clients"), "clients", FLAT_OUT, |publisher, _| {
         publisher.stats().refused >= 1
     });
     assert!(stats.refused >= 1, "{stats:?}");
     assert_eq!(stats.admitted, 1, "only the good subscriber: {stats:?}");
+}
+
+/// A subscriber moves the sleepers of the ring's wake word onto a futex of its own
+/// (`FUTEX_CMP_REQUEUE` needs only read access) in a loop, while messages come a millisecond
+/// apart, so the good gating subscriber sleeps in `recv` before each. The publisher's wakes then
+/// miss it; it wakes when its sleep runs out (`PARK_RECHECK`), late but with nothing lost.
+/// Publishing goes on until the hostile has moved a sleeper.
+#[test]
+fn requeued_sleepers_are_late_but_lose_nothing() {
+    let stats = publish_under_attack(
+        &topic("requeue"),
+        "requeue",
+        (300, Duration::from_millis(1)),
+        |_, hostile| hostile.printed(REQUEUED),
+    );
+    // Nothing the hostile did is the publisher's business: it still woke its sleepers itself.
+    assert!(stats.wake_syscalls >= 1, "{stats:?}");
 }
 
 /// Child roles; a no-op in the normal test run.
@@ -159,7 +184,7 @@ fn map(fd: &OwnedFd, len: usize, write: bool) -> *mut u8 {
     p.cast()
 }
 
-/// args: path, attack (`storm` | `cursor`). Attacks until killed.
+/// args: path, attack (`storm` | `cursor` | `requeue`). Attacks until killed.
 fn role_hostile(args: &[String]) {
     let path = std::path::Path::new(&args[0]);
     let mode = if args[1] == "cursor" {
@@ -201,6 +226,9 @@ fn role_hostile(args: &[String]) {
     }
     let queue_limit = queue_limit();
     let mut full = false;
+    // Where requeued sleepers wait: nobody ever wakes this word.
+    let own = AtomicU32::new(0);
+    let mut requeued = false;
     println!("attacking");
     for rounds in 0u64.. {
         match args[1].as_str() {
@@ -219,6 +247,26 @@ fn role_hostile(args: &[String]) {
                         1,
                         libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
                     );
+                }
+            }
+            "requeue" => {
+                let seen = wake.load(Ordering::Relaxed);
+                // SAFETY: FUTEX_CMP_REQUEUE from a word of our read-only mapping onto a word of
+                // our own; the "timeout" argument carries the requeue count.
+                let moved = unsafe {
+                    libc::syscall(
+                        libc::SYS_futex,
+                        wake.as_ptr(),
+                        libc::FUTEX_CMP_REQUEUE,
+                        0,
+                        i32::MAX as libc::c_long,
+                        own.as_ptr(),
+                        seen,
+                    )
+                };
+                if moved > 0 && !requeued {
+                    requeued = true;
+                    println!("{REQUEUED} {moved} sleeper(s)");
                 }
             }
             _ => {
