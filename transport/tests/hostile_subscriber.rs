@@ -151,6 +151,25 @@ fn requeued_sleepers_are_late_but_lose_nothing() {
     assert!(stats.wake_syscalls >= 1, "{stats:?}");
 }
 
+/// A gating subscriber releases space (a valid cursor: everything committed) but never rings
+/// the doorbell that tells a publisher waiting for space: the publisher's waits end by
+/// themselves (`PARK_RECHECK`) or on the good subscriber's doorbell, late but never stuck, and
+/// the good subscriber receives every message in order. Publishing goes on until the publisher
+/// has waited for space several times.
+#[test]
+fn a_subscriber_withholding_its_space_doorbell_only_delays_the_publisher() {
+    let stats = publish_under_attack(
+        &topic("withhold"),
+        "withhold",
+        (500, Duration::ZERO),
+        |publisher, _| publisher.stats().space_waits >= 3,
+    );
+    assert_eq!(
+        stats.demotions, 0,
+        "a valid cursor is no reason to demote: {stats:?}"
+    );
+}
+
 /// Child roles; a no-op in the normal test run.
 #[test]
 #[ignore = "runs only as a child process"]
@@ -184,10 +203,10 @@ fn map(fd: &OwnedFd, len: usize, write: bool) -> *mut u8 {
     p.cast()
 }
 
-/// args: path, attack (`storm` | `cursor` | `requeue`). Attacks until killed.
+/// args: path, attack (`storm` | `cursor` | `requeue` | `withhold`). Attacks until killed.
 fn role_hostile(args: &[String]) {
     let path = std::path::Path::new(&args[0]);
-    let mode = if args[1] == "cursor" {
+    let mode = if args[1] == "cursor" || args[1] == "withhold" {
         Mode::Gating
     } else {
         Mode::Lossy
@@ -203,8 +222,11 @@ fn role_hostile(args: &[String]) {
     let cb = map(&fds[1], size_of::<ControlBlock>(), true);
     // SAFETY: the offsets are inside the mappings, aligned, and these words are atomics in the
     // protocol.
-    let (wake, parked, cursor) = unsafe {
+    let (committed, wake, parked, cursor) = unsafe {
         (
+            &*ring
+                .add(std::mem::offset_of!(RingHeader, committed))
+                .cast::<AtomicU64>(),
             &*ring
                 .add(std::mem::offset_of!(RingHeader, wake))
                 .cast::<AtomicU32>(),
@@ -248,6 +270,12 @@ fn role_hostile(args: &[String]) {
                         libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
                     );
                 }
+            }
+            "withhold" => {
+                // Releases everything committed, a frame boundary, a few times a millisecond,
+                // and never rings the doorbell a waiting publisher expects.
+                std::thread::sleep(std::time::Duration::from_micros(300));
+                cursor.store(committed.load(Ordering::Acquire), Ordering::Release);
             }
             "requeue" => {
                 let seen = wake.load(Ordering::Relaxed);
