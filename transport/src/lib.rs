@@ -62,6 +62,17 @@ pub use subscriber::{Sample, Subscriber, SubscriberBuilder, SubscriberStats};
 /// never hang.
 pub(crate) const PARK_RECHECK: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// How many times a receive that may not sleep (a lapped lossy subscriber whose resume point is
+/// not written yet) looks again at once before it starts to nap for [`STUCK_NAP`] between
+/// looks. A writer racing the reader settles within these; a ring that cannot progress (a
+/// publisher that died mid-reservation, or a hostile one) then costs a wakeup per nap instead
+/// of a spinning core.
+pub(crate) const STUCK_SPINS: u32 = 64;
+
+/// The nap of a receive stuck on a ring that does not progress; a hang-up or doorbell ends it
+/// at once.
+pub(crate) const STUCK_NAP: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Test support: counts this process's open descriptors (for leak checks).
 #[doc(hidden)]
 pub fn open_fd_count() -> std::io::Result<usize> {

@@ -351,6 +351,7 @@ impl Subscriber {
     }
 
     fn recv_until(&mut self, deadline: Option<Instant>) -> Result<Sample<'_>, RecvError> {
+        let mut fruitless = 0u32;
         loop {
             if let Some(got) = self.next()? {
                 return Ok(self.sample(got));
@@ -390,8 +391,14 @@ impl Subscriber {
             } else {
                 // Nothing readable, yet no sleep allowed: a lapped reader racing the writer
                 // (brief), or a ring left where no read can progress. Look for a hang-up, which
-                // ends the latter.
-                self.poll_events(Some(Duration::ZERO))?;
+                // ends the latter; once the race should have settled, nap between looks.
+                fruitless = fruitless.saturating_add(1);
+                let nap = if fruitless <= crate::STUCK_SPINS {
+                    Duration::ZERO
+                } else {
+                    timeout.min(crate::STUCK_NAP)
+                };
+                self.poll_events(Some(nap))?;
             }
         }
     }
