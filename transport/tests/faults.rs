@@ -57,10 +57,7 @@ fn role_entry() {
 /// args: topic. A gating subscriber that receives one message and holds the sample until it is
 /// killed.
 fn role_hold(args: &[String]) {
-    let mut sub = Subscriber::builder(&args[0])
-        .connect_timeout(Duration::from_secs(30))
-        .connect()
-        .unwrap();
+    let mut sub = common::connect(&args[0]);
     println!("ready");
     let sample = sub.recv_timeout(Duration::from_secs(60)).unwrap();
     println!("holding {}", sample.seq());
@@ -109,10 +106,7 @@ fn role_paced_publisher(args: &[String]) {
 /// args: topic. A gating subscriber that receives, holds each sample a moment and drops it, in
 /// a loop until it is killed: a kill lands anywhere in receiving, parking, holding or releasing.
 fn role_receive_loop(args: &[String]) {
-    let mut sub = Subscriber::builder(&args[0])
-        .connect_timeout(Duration::from_secs(30))
-        .connect()
-        .unwrap();
+    let mut sub = common::connect(&args[0]);
     println!("receiving");
     let mut scratch = Vec::new();
     let mut next = None;
@@ -301,72 +295,60 @@ fn sigkill_mid_handshake_frees_the_pending_slot_at_once() {
     fds.check();
 }
 
-#[test]
-fn sigkill_of_subscribers_while_they_connect_never_blocks_the_publisher() {
-    const ROUNDS: u64 = 5;
-    const PER_ROUND: u64 = 400;
-    let fds = FdGuard::new();
-    let t = topic("connecting");
-    let mut publisher = publisher(&t, None);
-    let healthy = subscriber(&t, "gating", MAX, ROUNDS * PER_ROUND);
-    until_subscribers(&publisher, 1);
-    let before = fds.snapshot();
-    for round in 0..ROUNDS {
-        let mut looper = spawn("connect-loop", std::slice::from_ref(&t));
-        looper.expect_line("looping");
-        // Each round kills it at another point of its connect cycle: before, during or after
-        // the handshake, or while admitted as a gating subscriber.
-        std::thread::sleep(Duration::from_millis(3 * round));
-        looper.kill();
-        publish(&mut publisher, round * PER_ROUND..(round + 1) * PER_ROUND);
-        until_subscribers(&publisher, 1);
-        fds.expect(
-            &before,
-            &format!("after killing connecting subscriber {round}"),
-        );
-    }
-    assert!(publisher.stats().admitted > ROUNDS);
-    drop(publisher);
-    received_all(healthy, ROUNDS * PER_ROUND);
-    fds.check();
-}
-
-/// A gating subscriber process is killed at a different moment of its receive loop (waiting,
-/// parked, holding a sample, releasing it) in each round while the publisher publishes: the
-/// publisher never waits on the dead one, and the healthy subscriber loses nothing.
-#[test]
-fn sigkill_anywhere_in_the_receive_loop_never_blocks_the_publisher() {
+/// Kills a `role` child process (which prints `started` once it runs) in each of `ROUNDS`
+/// rounds, `delay(round)` after it started and while the publisher publishes that round's
+/// messages, beside a healthy gating subscriber process: the publisher never waits on the dead
+/// one, the descriptors come back after each round, and the healthy subscriber loses nothing.
+/// Returns how many subscribers the publisher admitted.
+fn kill_in_rounds(name: &str, role: &str, started: &str, delay: impl Fn(u64) -> Duration) -> u64 {
     const ROUNDS: u64 = 8;
     const PER_ROUND: u64 = 400;
     let fds = FdGuard::new();
-    let t = topic("receiving");
+    let t = topic(name);
     let mut publisher = publisher(&t, None);
     let healthy = subscriber(&t, "gating", MAX, ROUNDS * PER_ROUND);
     until_subscribers(&publisher, 1);
     let before = fds.snapshot();
     for round in 0..ROUNDS {
-        let seqs = round * PER_ROUND..(round + 1) * PER_ROUND;
-        let mut victim = spawn("receive-loop", std::slice::from_ref(&t));
-        victim.expect_line("receiving");
-        until_subscribers(&publisher, 2);
-        // The victim starts at the newest message: this round's first. It dies after a
-        // different share of the round each time, from the first message to past the last.
+        let mut victim = spawn(role, std::slice::from_ref(&t));
+        victim.expect_line(started);
+        let delay = delay(round);
         let killer = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_micros(round * 700));
+            std::thread::sleep(delay);
             victim.kill();
         });
-        publish(&mut publisher, seqs);
+        publish(&mut publisher, round * PER_ROUND..(round + 1) * PER_ROUND);
         killer.join().unwrap();
         until_subscribers(&publisher, 1);
-        fds.expect(
-            &before,
-            &format!("after killing receiving subscriber {round}"),
-        );
+        fds.expect(&before, &format!("after killing {role} child {round}"));
     }
-    assert_eq!(publisher.stats().departed, ROUNDS);
+    let admitted = publisher.stats().admitted;
     drop(publisher);
     received_all(healthy, ROUNDS * PER_ROUND);
     fds.check();
+    admitted - 1
+}
+
+/// A subscriber process that connects and drops in a loop is killed at another point of its
+/// connect cycle in each round: before, during or after the handshake, or while admitted.
+#[test]
+fn sigkill_of_subscribers_while_they_connect_never_blocks_the_publisher() {
+    let admitted = kill_in_rounds("connecting", "connect-loop", "looping", |round| {
+        Duration::from_millis(3 * round)
+    });
+    // Each child connects once before it prints `looping`.
+    assert!(admitted >= 8, "{admitted}");
+}
+
+/// A gating subscriber process is killed at a different moment of its receive loop (waiting,
+/// parked, holding a sample, releasing it) in each round: it starts at the round's first
+/// message and dies after a different share of the round, from none to all of it.
+#[test]
+fn sigkill_anywhere_in_the_receive_loop_never_blocks_the_publisher() {
+    let admitted = kill_in_rounds("receiving", "receive-loop", "receiving", |round| {
+        Duration::from_micros(round * 700)
+    });
+    assert_eq!(admitted, 8);
 }
 
 /// The publisher process is stopped (SIGSTOP) in the middle of a stream: subscribers drain what
@@ -384,10 +366,7 @@ fn sigstop_of_the_publisher_is_a_timeout_and_sigcont_resumes_the_stream() {
     publisher.expect_line("bound");
     // A second subscriber in its own process, blocked in `recv` across the stop.
     let other = subscriber(&t, "gating", MAX, COUNT);
-    let mut sub = Subscriber::builder(&t)
-        .connect_timeout(Duration::from_secs(30))
-        .connect()
-        .unwrap();
+    let mut sub = common::connect(&t);
     publisher.expect_line("publishing");
     let mut scratch = Vec::new();
     let mut next = 0;
@@ -557,10 +536,7 @@ fn sigkill_of_the_publisher_then_a_new_one_binds_the_stale_topic() {
         &[t.clone(), first_count.to_string(), "1".into()],
     );
     let path = bound_path(first.expect_line("bound "));
-    let mut sub = Subscriber::builder(&t)
-        .connect_timeout(Duration::from_secs(30))
-        .connect()
-        .unwrap();
+    let mut sub = common::connect(&t);
     first.expect_line("published");
     first.kill();
     assert!(path.exists(), "a killed publisher cannot remove its socket");
@@ -582,10 +558,7 @@ fn sigkill_of_the_publisher_then_a_new_one_binds_the_stale_topic() {
     );
     assert_eq!(bound_path(second.expect_line("bound ")), path);
     // This process subscribes again after its `Disconnected`.
-    let mut sub = Subscriber::builder(&t)
-        .connect_timeout(Duration::from_secs(30))
-        .connect()
-        .unwrap();
+    let mut sub = common::connect(&t);
     second.expect_line("published");
     second.kill();
     assert_eq!(drain(&mut sub, 4096), second_count);

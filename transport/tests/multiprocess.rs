@@ -34,10 +34,7 @@ fn role_entry() {
 
 /// args: topic. A gating subscriber that reads three messages, then stops reading for ever.
 fn role_stall(args: &[String]) {
-    let mut sub = Subscriber::builder(&args[0])
-        .connect_timeout(Duration::from_secs(30))
-        .connect()
-        .unwrap();
+    let mut sub = common::connect(&args[0]);
     println!("ready");
     for _ in 0..3 {
         drop(sub.recv_timeout(Duration::from_secs(60)).unwrap());
@@ -260,13 +257,7 @@ fn sigkill_of_the_publisher_drains_then_disconnects() {
     let path = std::path::PathBuf::from(bound.split("bound ").nth(1).unwrap());
     let subs: Vec<_> = [Mode::Gating, Mode::Lossy]
         .into_iter()
-        .map(|mode| {
-            Subscriber::builder(&t)
-                .mode(mode)
-                .connect_timeout(Duration::from_secs(30))
-                .connect()
-                .unwrap()
-        })
+        .map(|mode| common::connect_as(&t, mode))
         .collect();
     publisher.expect_line("published");
     publisher.kill();

@@ -12,6 +12,21 @@ pub use fds::FdGuard;
 
 use std::time::{Duration, Instant};
 
+/// A gating subscriber of `topic`, waiting up to 30 s for its publisher to appear (a child
+/// process may start before the publisher binds).
+pub fn connect(topic: &str) -> shmcast::Subscriber {
+    connect_as(topic, shmcast::Mode::Gating)
+}
+
+/// [`connect`] in `mode`.
+pub fn connect_as(topic: &str, mode: shmcast::Mode) -> shmcast::Subscriber {
+    shmcast::Subscriber::builder(topic)
+        .mode(mode)
+        .connect_timeout(Duration::from_secs(30))
+        .connect()
+        .unwrap()
+}
+
 /// Polls `done` until it holds; panics with `what` if the [`WATCHDOG`](child::WATCHDOG)
 /// expires first.
 pub fn until(what: &str, mut done: impl FnMut() -> bool) {

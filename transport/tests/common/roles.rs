@@ -3,7 +3,7 @@
 use super::FdGuard;
 use super::child::WATCHDOG;
 use super::message::{message, verify};
-use shmcast::{Mode, Publisher, RecvError, Subscriber};
+use shmcast::{Mode, Publisher, RecvError};
 use std::time::{Duration, Instant};
 
 /// args: topic mode max expected, where mode is `gating`, `lossy` or `demotable` (gating, and
@@ -20,11 +20,7 @@ pub fn subscriber(args: &[String]) {
         (args[3] != "any").then(|| args[3].parse::<u64>().unwrap()),
     );
     let gating = mode != "lossy";
-    let mut sub = Subscriber::builder(topic)
-        .mode(if gating { Mode::Gating } else { Mode::Lossy })
-        .connect_timeout(Duration::from_secs(30))
-        .connect()
-        .unwrap();
+    let mut sub = super::connect_as(topic, if gating { Mode::Gating } else { Mode::Lossy });
     println!("ready");
     let (mut received, mut lagged, mut lag_events, mut next) = (0u64, 0u64, 0u64, 0u64);
     let mut demoted = false;
