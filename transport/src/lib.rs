@@ -69,8 +69,7 @@ pub(crate) const PARK_RECHECK: std::time::Duration = std::time::Duration::from_m
 /// of a spinning core.
 pub(crate) const STUCK_SPINS: u32 = 64;
 
-/// The nap of a receive stuck on a ring that does not progress; a hang-up or doorbell ends it
-/// at once.
+/// The nap of a receive stuck on a ring that does not progress; a hang-up ends it at once.
 pub(crate) const STUCK_NAP: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Test support: counts this process's open descriptors (for leak checks).
