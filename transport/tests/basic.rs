@@ -383,6 +383,7 @@ fn two_publishers_racing_for_a_stale_socket_never_both_win() {
 
 #[test]
 fn lossy_subscribers_join_a_publisher_that_laps_them_during_the_handshake() {
+    let fds = FdGuard::new();
     let t = topic("flood");
     let mut publisher = Publisher::builder(&t).capacity(4096).bind().unwrap();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -411,5 +412,7 @@ fn lossy_subscribers_join_a_publisher_that_laps_them_during_the_handshake() {
         assert_eq!(received.unwrap(), 100);
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    // The flooding thread owns the publisher: joining it drops it.
     flood.join().unwrap();
+    fds.check();
 }
