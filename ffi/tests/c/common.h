@@ -5,11 +5,13 @@
 
 #include <shmcast.h>
 
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 /* Length of message `seq`: 0 to 999 bytes, every residue reached. */
 static inline size_t gen_len(uint64_t seq) {
@@ -82,6 +84,41 @@ static inline uint64_t checksum_add(uint64_t h, uint64_t seq, const uint8_t *dat
         fprintf(stderr, __VA_ARGS__);                                                             \
         fputc('\n', stderr);                                                                      \
         exit(3);                                                                                  \
+    } while (0)
+
+/* Descriptors this process has open below its descriptor limit (a tool running the program, such
+ * as valgrind, keeps its own above it). The directory stream that counts them is one of them, at
+ * every call, so two counts compare. */
+static inline int open_fds(void) {
+    struct rlimit lim;
+    struct dirent *entry;
+    long limit = 1024;
+    int n = 0;
+    DIR *dir;
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+        limit = (long)lim.rlim_cur;
+    }
+    dir = opendir("/proc/self/fd");
+    if (dir == NULL) {
+        FAIL("cannot list /proc/self/fd");
+    }
+    while ((entry = readdir(dir)) != NULL) {
+        if (entry->d_name[0] != '.' && strtol(entry->d_name, NULL, 10) < limit) {
+            n++;
+        }
+    }
+    closedir(dir);
+    return n;
+}
+
+/* Fails if the process has another number of descriptors open than `at_start`: every handle the
+ * program created has been destroyed by now, and must have closed what it opened. */
+#define EXPECT_NO_FD_LEAK(at_start)                                                               \
+    do {                                                                                          \
+        int fds_now_ = open_fds();                                                                \
+        if (fds_now_ != (at_start)) {                                                             \
+            FAIL("descriptor leak: %d open at the start, %d at the end", (at_start), fds_now_);   \
+        }                                                                                         \
     } while (0)
 
 #endif

@@ -332,6 +332,7 @@ static void destroy_while_busy(const char *prefix) {
 }
 
 int main(int argc, char **argv) {
+    int fds_at_start = open_fds();
     if (argc != 2) {
         FAIL("usage: errors TOPIC_PREFIX");
     }
@@ -340,6 +341,7 @@ int main(int argc, char **argv) {
     missing_publisher(argv[1]);
     one_loan_one_sample(argv[1]);
     destroy_while_busy(argv[1]);
+    EXPECT_NO_FD_LEAK(fds_at_start);
     printf("errors: %d checks passed\n", checks);
     return 0;
 }

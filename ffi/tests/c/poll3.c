@@ -14,6 +14,7 @@ int main(int argc, char **argv) {
     shmcast_subscriber *subs[N];
     uint64_t next[N], checksum[N], count, polls = 0;
     int live[N], remaining = N, i;
+    int fds_at_start = open_fds();
 
     if (argc != N + 2) {
         FAIL("usage: poll3 TOPIC1 TOPIC2 TOPIC3 COUNT");
@@ -94,5 +95,6 @@ int main(int argc, char **argv) {
             FAIL("subscriber %d received %" PRIu64 " of %" PRIu64, i, next[i], count);
         }
     }
+    EXPECT_NO_FD_LEAK(fds_at_start);
     return 0;
 }

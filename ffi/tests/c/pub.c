@@ -20,6 +20,7 @@ int main(int argc, char **argv) {
     static uint8_t buf[1000];
     uint64_t count, subscribers, seq, checksum = FNV_OFFSET;
     double deadline;
+    int fds_at_start = open_fds();
 
     if (argc < 4) {
         FAIL("usage: pub TOPIC COUNT SUBSCRIBERS [CAPACITY]");
@@ -78,5 +79,6 @@ int main(int argc, char **argv) {
     printf("sent count %" PRIu64 " checksum %" PRIu64 "\n", count, checksum);
     fflush(stdout);
     shmcast_publisher_destroy(pub);
+    EXPECT_NO_FD_LEAK(fds_at_start);
     return 0;
 }

@@ -19,6 +19,7 @@ int main(int argc, char **argv) {
     enum how how = IN_PLACE;
     int wait_stdin = 0, i, rc;
     uint64_t total, next = 0, received = 0, lagged = 0, lag_events = 0, checksum = FNV_OFFSET;
+    int fds_at_start = open_fds();
 
     if (argc < 3) {
         FAIL("usage: sub TOPIC TOTAL [--lossy] [--copy | --mixed] [--wait-stdin]");
@@ -137,5 +138,6 @@ int main(int argc, char **argv) {
     if (received + lagged != total) {
         FAIL("received %" PRIu64 " + lagged %" PRIu64 " != %" PRIu64, received, lagged, total);
     }
+    EXPECT_NO_FD_LEAK(fds_at_start);
     return 0;
 }
