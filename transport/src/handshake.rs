@@ -20,8 +20,8 @@ const MAGIC: [u8; 4] = *b"SHMC";
 /// Version of the control protocol.
 pub(crate) const VERSION: u16 = 2;
 const KIND_HELLO: u16 = 1;
-const KIND_WELCOME: u16 = 2;
-const KIND_REFUSE: u16 = 3;
+pub(crate) const KIND_WELCOME: u16 = 2;
+pub(crate) const KIND_REFUSE: u16 = 3;
 /// Largest control packet.
 pub(crate) const MAX_PACKET: usize = 256;
 const HELLO_LEN: usize = 16;

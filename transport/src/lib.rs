@@ -136,6 +136,51 @@ pub mod __test_support {
             .map_err(|e| format!("{e:?}"))
     }
 
+    /// Checks, by panicking, what both handshake decoders promise about any packet `p`, for the
+    /// property tests and the fuzz target alike: a message or a typed error from each, never
+    /// both accepting it, and an accepted message re-encodes to the bytes received (a REFUSE's
+    /// text excepted: it is only shown, so it is decoded lossily and may be shortened; and a
+    /// WELCOME's bytes after its last field, which the decoder does not read). Returns whether
+    /// each decoder (HELLO, reply) accepted it.
+    pub fn check_decoders(p: &[u8]) -> (bool, bool) {
+        fn assert_typed(e: &str) {
+            let known = ["Length(", "Magic", "Version(", "Kind(", "Field("];
+            assert!(known.iter().any(|k| e.starts_with(k)), "untyped error {e}");
+        }
+        let hello = decode_hello(p);
+        match &hello {
+            Ok(re) => assert_eq!(re, p, "an accepted HELLO re-encodes to itself"),
+            Err(e) => assert_typed(e),
+        }
+        let reply = decode_reply(p);
+        match &reply {
+            Ok(re) => {
+                assert_eq!(
+                    decode_reply(re).as_ref(),
+                    Ok(re),
+                    "a re-encoded reply is stable"
+                );
+                // An accepted reply has a whole header, so its kind field is there.
+                let kind = u16::from_le_bytes([p[6], p[7]]);
+                if re != p && kind == crate::handshake::KIND_REFUSE {
+                    // A text the encoder would not send: not UTF-8, or too long.
+                    assert_eq!(re[..10], p[..10], "same header and code");
+                    let text = String::from_utf8_lossy(&p[12..]);
+                    assert!(text.as_bytes().starts_with(&re[12..]), "text kept in order");
+                    assert!(std::str::from_utf8(&p[12..]).is_err() || re.len() < p.len());
+                } else if re != p {
+                    // Whatever the WELCOME's unread bytes held, the message keeps its length
+                    // and header.
+                    assert_eq!(kind, crate::handshake::KIND_WELCOME, "{p:?}");
+                    assert_eq!((re.len(), &re[..8]), (p.len(), &p[..8]));
+                }
+            }
+            Err(e) => assert_typed(e),
+        }
+        assert!(!(hello.is_ok() && reply.is_ok()), "one packet, one kind");
+        (hello.is_ok(), reply.is_ok())
+    }
+
     /// Valid encodings of every HELLO, for seeding fuzzers and property tests.
     pub fn sample_hellos() -> Vec<Vec<u8>> {
         let mut out = Vec::new();

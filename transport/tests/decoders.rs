@@ -3,7 +3,9 @@
 //! typed error, never a panic, and an accepted message re-encodes to the bytes received (a
 //! REFUSE's text excepted: it is only shown, so it is decoded lossily and may be shortened).
 
-use shmcast::__test_support::{decode_hello, decode_reply, sample_hellos, sample_replies};
+use shmcast::__test_support::{
+    check_decoders as check, decode_hello, decode_reply, sample_hellos, sample_replies,
+};
 
 /// A xorshift generator: deterministic, dependency-free test input.
 struct Rng(u64);
@@ -38,48 +40,6 @@ fn kind(p: &[u8]) -> u16 {
 }
 
 const KIND_HELLO: u16 = 1;
-const KIND_WELCOME: u16 = 2;
-const KIND_REFUSE: u16 = 3;
-
-/// A decoder's error, by its `Debug` form: one of the decoder's variants.
-fn assert_typed(e: &str) {
-    let known = ["Length(", "Magic", "Version(", "Kind(", "Field("];
-    assert!(known.iter().any(|k| e.starts_with(k)), "untyped error {e}");
-}
-
-/// Checks what both decoders promise about `p`; returns whether each accepted it.
-fn check(p: &[u8]) -> (bool, bool) {
-    let hello = decode_hello(p);
-    match &hello {
-        Ok(re) => assert_eq!(re, p, "an accepted HELLO re-encodes to itself"),
-        Err(e) => assert_typed(e),
-    }
-    let reply = decode_reply(p);
-    match &reply {
-        Ok(re) => {
-            assert_eq!(
-                decode_reply(re).as_ref(),
-                Ok(re),
-                "a re-encoded reply is stable"
-            );
-            if re != p && kind(p) == KIND_REFUSE {
-                // A text the encoder would not send: not UTF-8, or too long.
-                assert_eq!(re[..10], p[..10], "same header and code");
-                let text = String::from_utf8_lossy(&p[12..]);
-                assert!(text.as_bytes().starts_with(&re[12..]), "text kept in order");
-                assert!(std::str::from_utf8(&p[12..]).is_err() || re.len() < p.len());
-            } else if re != p {
-                // The WELCOME decoder does not check the bytes after its last field (the HELLO
-                // decoder does); whatever they held, the message keeps its length and header.
-                assert_eq!(kind(p), KIND_WELCOME, "{p:?}");
-                assert_eq!((re.len(), &re[..8]), (p.len(), &p[..8]));
-            }
-        }
-        Err(e) => assert_typed(e),
-    }
-    assert!(!(hello.is_ok() && reply.is_ok()), "one packet, one kind");
-    (hello.is_ok(), reply.is_ok())
-}
 
 fn samples() -> Vec<Vec<u8>> {
     let mut all = sample_hellos();
