@@ -64,9 +64,9 @@ pub(crate) const PARK_RECHECK: std::time::Duration = std::time::Duration::from_m
 
 /// How many times a receive that may not sleep (a lapped lossy subscriber whose resume point is
 /// not written yet) looks again at once before it starts to nap for [`STUCK_NAP`] between
-/// looks. A writer racing the reader settles within these; a ring that cannot progress (a
-/// publisher that died mid-reservation, or a hostile one) then costs a wakeup per nap instead
-/// of a spinning core.
+/// looks: `recv` in a loop of its own, `try_recv` by arming the descriptor's timer. A writer
+/// racing the reader settles within these; a ring that cannot progress (a publisher that died
+/// mid-reservation, or a hostile one) then costs a wakeup per nap instead of a spinning core.
 pub(crate) const STUCK_SPINS: u32 = 64;
 
 /// The nap of a receive stuck on a ring that does not progress; a hang-up ends it at once.

@@ -138,9 +138,12 @@ pub struct Subscriber {
     gone: bool,
     /// What [`AsFd`] exposes: `sock` and `own`, level-triggered.
     epoll: OwnedFd,
-    /// An eventfd only this subscriber holds, registered edge-triggered in `epoll` and never
-    /// read: `try_recv` writes it to make the descriptor readable by itself.
+    /// A timer only this subscriber holds, registered edge-triggered in `epoll` and never
+    /// read: `try_recv` arms it to make the descriptor readable by itself, at once or after a
+    /// nap.
     own: OwnedFd,
+    /// Consecutive `try_recv` calls that found data announced but nothing readable.
+    stuck: u32,
     buf: Vec<u8>,
     spin: u32,
     demotion_reported: bool,
@@ -276,10 +279,10 @@ impl Subscriber {
         let reader = Reader::attach(ring, cb).map_err(ConnectError::Layout)?;
 
         sys::set_nonblocking(sock.as_fd(), true)?;
-        let own = sys::eventfd_create(true)?;
+        let own = sys::timerfd_create()?;
         let epoll = sys::epoll_create()?;
         sys::epoll_add(epoll.as_fd(), sock.as_fd(), TOKEN_SOCKET)?;
-        // Edge-triggered and never read: each write makes one event.
+        // Edge-triggered and never read: each expiry makes one event.
         sys::epoll_add_edge(epoll.as_fd(), own.as_fd(), TOKEN_SELF)?;
         Ok(Subscriber {
             reader,
@@ -287,6 +290,7 @@ impl Subscriber {
             gone: false,
             epoll,
             own,
+            stuck: 0,
             buf: Vec::new(),
             spin: b.spin,
             demotion_reported: false,
@@ -313,16 +317,19 @@ impl Subscriber {
     /// may be waiting, so an event loop can wait on it and call `try_recv` again.
     pub fn try_recv(&mut self) -> Result<Sample<'_>, RecvError> {
         if let Some(got) = self.next()? {
+            self.stuck = 0;
             return Ok(self.sample(got));
         }
         // Consume stale readiness, learn of a hang-up, then announce that we wait.
         self.poll_events(Some(Duration::ZERO))?;
         for _ in 0..3 {
             if self.reader.prepare_park() {
+                self.stuck = 0;
                 return Err(RecvError::Empty);
             }
             self.reader.unpark();
             if let Some(got) = self.next()? {
+                self.stuck = 0;
                 return Ok(self.sample(got));
             }
         }
@@ -330,9 +337,17 @@ impl Subscriber {
             // Nothing writes the ring any more: what these looks did not find never comes.
             return Err(RecvError::Disconnected);
         }
-        // Data is announced but not yet readable (a lapped reader racing the writer): make our
-        // descriptor readable so an event loop comes straight back.
-        let _ = sys::eventfd_signal(self.own.as_fd());
+        // Data is announced but not yet readable: a lapped reader racing the writer (brief), or
+        // a ring left where no read can progress. Make our descriptor readable by itself so an
+        // event loop comes back: at once at first, after a nap once the race should have settled
+        // (as `recv` does), so a loop on a stuck ring does not spin. A hang-up still wakes it.
+        self.stuck = self.stuck.saturating_add(1);
+        let after = if self.stuck <= crate::STUCK_SPINS {
+            Duration::ZERO
+        } else {
+            crate::STUCK_NAP
+        };
+        sys::timerfd_arm(self.own.as_fd(), after).map_err(RecvError::Io)?;
         Err(RecvError::Empty)
     }
 

@@ -171,6 +171,35 @@ pub(crate) fn eventfd_drain(fd: BorrowedFd<'_>) -> io::Result<u64> {
     }
 }
 
+/// `timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)`—Creates a disarmed timer.
+pub(crate) fn timerfd_create() -> io::Result<OwnedFd> {
+    use rustix::time::{TimerfdClockId, TimerfdFlags};
+    Ok(rustix::time::timerfd_create(
+        TimerfdClockId::Monotonic,
+        TimerfdFlags::CLOEXEC | TimerfdFlags::NONBLOCK,
+    )?)
+}
+
+/// `timerfd_settime(fd, 0, after)`—Arms a one-shot timer to expire `after` from now (at least
+/// 1 ns: zero would disarm it), replacing any earlier arming. Each expiry wakes the timer's
+/// waiters once; an edge-triggered epoll registration sees one event per expiry.
+pub(crate) fn timerfd_arm(fd: BorrowedFd<'_>, after: Duration) -> io::Result<()> {
+    use rustix::time::{Itimerspec, TimerfdTimerFlags, Timespec};
+    let after = after.max(Duration::from_nanos(1));
+    let spec = Itimerspec {
+        it_interval: Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: Timespec {
+            tv_sec: after.as_secs().try_into().unwrap_or(i64::MAX),
+            tv_nsec: after.subsec_nanos().into(),
+        },
+    };
+    rustix::time::timerfd_settime(fd, TimerfdTimerFlags::empty(), &spec)?;
+    Ok(())
+}
+
 /// `futex(word, FUTEX_WAIT, expected, timeout)`—Sleeps while `*word == expected`, at most
 /// `timeout`, on a word in memory shared between processes (the ring's wake word).
 ///
@@ -930,6 +959,36 @@ mod tests {
             // Never read: the edge was consumed, so no second event.
             assert_eq!(epoll_wait_one(epfd.as_fd(), zero).unwrap(), 0);
         }
+    }
+
+    #[test]
+    fn an_armed_timer_gives_one_edge_per_expiry_and_rearming_replaces() {
+        let timer = timerfd_create().unwrap();
+        let epfd = epoll_create().unwrap();
+        epoll_add_edge(epfd.as_fd(), timer.as_fd(), 9).unwrap();
+        let zero = Some(Duration::ZERO);
+        assert_eq!(
+            epoll_wait_one(epfd.as_fd(), zero).unwrap(),
+            0,
+            "created disarmed"
+        );
+
+        // Zero means "at once", not "disarm"; each expiry is one event, the timer never read.
+        for _ in 0..3 {
+            timerfd_arm(timer.as_fd(), Duration::ZERO).unwrap();
+            let mut tokens = [0; 4];
+            assert_eq!(epoll_wait(epfd.as_fd(), &mut tokens, None).unwrap(), 1);
+            assert_eq!(tokens[0], 9);
+            assert_eq!(epoll_wait_one(epfd.as_fd(), zero).unwrap(), 0);
+        }
+
+        // A later arming replaces an earlier one: armed for an hour, re-armed for now.
+        timerfd_arm(timer.as_fd(), Duration::from_secs(3600)).unwrap();
+        assert_eq!(epoll_wait_one(epfd.as_fd(), zero).unwrap(), 0);
+        timerfd_arm(timer.as_fd(), Duration::from_millis(1)).unwrap();
+        assert_eq!(epoll_wait_one(epfd.as_fd(), None).unwrap(), 1);
+        // Durations beyond what a timespec holds do not overflow.
+        timerfd_arm(timer.as_fd(), Duration::MAX).unwrap();
     }
 
     #[test]
