@@ -241,9 +241,16 @@ typedef struct shmcast_publisher_options {
      */
     uint32_t max_pending_handshakes;
     /**
+     * Most subscribers admitted at once; more are refused (`SHMCAST_EREFUSED` on their side)
+     * until one leaves. Default 0: no limit. Whatever this limit, no subscriber is admitted
+     * while that would leave the process fewer than an eighth of its descriptor limit
+     * (`RLIMIT_NOFILE`, between 16 and 256) free.
+     */
+    uint64_t max_subscribers;
+    /**
      * Reserved for future options: zeroed by the `_init` function, must stay zero.
      */
-    uint64_t reserved[8];
+    uint64_t reserved[7];
 } shmcast_publisher_options;
 
 /**

@@ -62,8 +62,13 @@ pub struct shmcast_publisher_options {
     /// Most clients in the middle of a handshake at once; more are refused as busy (at least
     /// 1). Default: 64.
     pub max_pending_handshakes: u32,
+    /// Most subscribers admitted at once; more are refused (`SHMCAST_EREFUSED` on their side)
+    /// until one leaves. Default 0: no limit. Whatever this limit, no subscriber is admitted
+    /// while that would leave the process fewer than an eighth of its descriptor limit
+    /// (`RLIMIT_NOFILE`, between 16 and 256) free.
+    pub max_subscribers: u64,
     /// Reserved for future options: zeroed by the `_init` function, must stay zero.
-    pub reserved: [u64; 8],
+    pub reserved: [u64; 7],
 }
 
 impl Default for shmcast_publisher_options {
@@ -78,7 +83,8 @@ impl Default for shmcast_publisher_options {
             stall_bound_ms: -1,
             handshake_timeout_ms: 2000,
             max_pending_handshakes: 64,
-            reserved: [0; 8],
+            max_subscribers: 0,
+            reserved: [0; 7],
         }
     }
 }
@@ -125,7 +131,7 @@ impl Default for shmcast_subscriber_options {
 /// transport's deadline arithmetic does not overflow.
 const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
 
-fn check_stamp(abi_version: u32, reserved: &[u64; 8], what: &str) -> Result<(), Failure> {
+fn check_stamp(abi_version: u32, reserved: &[u64], what: &str) -> Result<(), Failure> {
     if abi_version != SHMCAST_OPTIONS_VERSION {
         return Err(Failure::invalid(format_args!(
             "{what} options were not initialised with {what}_options_init (abi_version {abi_version})"
@@ -189,7 +195,11 @@ pub(crate) unsafe fn publisher_builder(
         .admission(admission)
         .stall_bound(stall_bound)
         .handshake_timeout(Duration::from_millis(o.handshake_timeout_ms.into()))
-        .max_pending_handshakes(o.max_pending_handshakes as usize);
+        .max_pending_handshakes(o.max_pending_handshakes as usize)
+        .max_subscribers(match o.max_subscribers {
+            0 => None,
+            n => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+        });
     if o.max_message != 0 {
         b = b.max_message(o.max_message);
     }

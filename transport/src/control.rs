@@ -8,6 +8,8 @@
 //! * A client that sends garbage, a wrong version, descriptors, or nothing within the handshake
 //!   timeout is refused or dropped; others are not delayed (everything here is non-blocking).
 //! * More than `max_pending` clients mid-handshake: new ones are refused as busy.
+//! * `max_subscribers` admitted, or the process short of descriptors (less than an eighth of
+//!   `RLIMIT_NOFILE` free, see [`descriptor_reserve`]): new ones are refused as busy.
 //! * A hang-up removes the subscriber and signals a publisher waiting for space.
 #![allow(unsafe_code)]
 
@@ -18,12 +20,18 @@ use crate::sys::{self, RecvFdsError};
 use shmcast_core::{CONTROL_BLOCK_LEN, Region, SubscriberId};
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// Descriptors a publisher keeps free for the rest of its program: an eighth of its limit,
+/// between 16 and 256. No subscriber is admitted into the reserve.
+pub(crate) fn descriptor_reserve(limit: u64) -> u64 {
+    (limit / 8).clamp(16, 256)
+}
 
 const TOKEN_LISTENER: u64 = 0;
 const TOKEN_SHUTDOWN: u64 = 1;
@@ -185,6 +193,10 @@ impl Control {
                 self.refuse(&sock, RefuseCode::Busy, "too many pending handshakes");
                 continue;
             }
+            if let Some(why) = self.full(&sock) {
+                self.refuse(&sock, RefuseCode::Busy, &why);
+                continue;
+            }
             let token = self.next_token;
             self.next_token += 1;
             if sys::epoll_add(self.epoll.as_fd(), sock.as_fd(), token).is_err() {
@@ -199,6 +211,33 @@ impl Control {
                 },
             );
         }
+    }
+
+    /// Why a new subscriber cannot be admitted now, if it cannot: the subscriber limit is
+    /// reached, or admitting it (its connection `sock` is open already, its control block would
+    /// follow) would leave less than the descriptor reserve free.
+    fn full(&self, sock: &OwnedFd) -> Option<String> {
+        let admitted = self
+            .conns
+            .values()
+            .filter(|c| matches!(c.state, State::Admitted { .. }))
+            .count();
+        if let Some(max) = self.shared.max_subscribers
+            && admitted >= max
+        {
+            return Some(format!("the topic has its maximum of {max} subscribers"));
+        }
+        // Descriptors are allocated lowest first, so every number below `sock`'s is open: a
+        // lower bound of the count, without listing them.
+        let limit = sys::descriptor_limit();
+        let reserve = descriptor_reserve(limit);
+        let after = u64::try_from(sock.as_raw_fd()).unwrap_or(0) + 2;
+        (after.saturating_add(reserve) > limit).then(|| {
+            format!(
+                "the publisher is short of descriptors ({after} of its limit of {limit} in use \
+                 with this subscriber, {reserve} kept for the rest of the program)"
+            )
+        })
     }
 
     fn refuse(&self, sock: &OwnedFd, code: RefuseCode, text: &str) {
@@ -256,6 +295,11 @@ impl Control {
     }
 
     fn admit(&self, token: u64, sock: &Arc<OwnedFd>, hello: Hello) -> Option<SubscriberId> {
+        // Others may have been admitted since this client was accepted.
+        if let Some(why) = self.full(sock) {
+            self.refuse(sock, RefuseCode::Busy, &why);
+            return None;
+        }
         let prepared = (|| -> io::Result<_> {
             let cb = Arc::new(SharedMemory::create_control_block(
                 "shmcast-cb",

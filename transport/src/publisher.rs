@@ -73,11 +73,13 @@ pub struct PublisherBuilder {
     stall_bound: Option<Duration>,
     handshake_timeout: Duration,
     max_pending: usize,
+    max_subscribers: Option<usize>,
 }
 
 impl PublisherBuilder {
     /// Defaults: a 1 MiB ring, messages up to a quarter of it, same-uid admission, no stall
-    /// bound, 2 s handshake timeout.
+    /// bound, 2 s handshake timeout, no limit on subscribers but the descriptor reserve (see
+    /// [`max_subscribers`](Self::max_subscribers)).
     pub fn new(topic: impl Into<String>) -> Self {
         PublisherBuilder {
             topic: topic.into(),
@@ -87,6 +89,7 @@ impl PublisherBuilder {
             stall_bound: None,
             handshake_timeout: Duration::from_secs(2),
             max_pending: 64,
+            max_subscribers: None,
         }
     }
 
@@ -128,6 +131,26 @@ impl PublisherBuilder {
         self
     }
 
+    /// Most subscribers admitted at once (`None`, the default: no limit); more are refused as
+    /// busy until one leaves. Each costs the publisher two descriptors (its connection and its
+    /// control block) and a look at its `parked` word per commit.
+    ///
+    /// Whatever this limit, a new subscriber is refused as busy while admitting it would leave
+    /// the publisher's process fewer than an eighth of its descriptor limit (`RLIMIT_NOFILE`,
+    /// between 16 and 256 descriptors), so that subscribers can never take the descriptors the
+    /// rest of the program needs.
+    ///
+    /// ```no_run
+    /// let publisher = shmcast::Publisher::builder("telemetry")
+    ///     .max_subscribers(Some(32))
+    ///     .bind()?;
+    /// # Ok::<(), shmcast::BindError>(())
+    /// ```
+    pub fn max_subscribers(mut self, n: Option<usize>) -> Self {
+        self.max_subscribers = n;
+        self
+    }
+
     /// Creates the ring and starts serving the topic.
     pub fn bind(self) -> Result<Publisher, BindError> {
         Publisher::create(self)
@@ -156,6 +179,7 @@ pub(crate) struct Shared {
     pub(crate) admission: Admission,
     pub(crate) handshake_timeout: Duration,
     pub(crate) max_pending: usize,
+    pub(crate) max_subscribers: Option<usize>,
     pub(crate) wake_syscalls: AtomicU64,
     pub(crate) admitted: AtomicU64,
     pub(crate) refused: AtomicU64,
@@ -287,6 +311,7 @@ impl Publisher {
             admission: b.admission,
             handshake_timeout: b.handshake_timeout,
             max_pending: b.max_pending,
+            max_subscribers: b.max_subscribers,
             wake_syscalls: AtomicU64::new(0),
             admitted: AtomicU64::new(0),
             refused: AtomicU64::new(0),

@@ -171,6 +171,14 @@ pub(crate) fn eventfd_drain(fd: BorrowedFd<'_>) -> io::Result<u64> {
     }
 }
 
+/// `getrlimit(RLIMIT_NOFILE)`—The soft limit on this process's descriptors (`u64::MAX` when
+/// unlimited or unknown).
+pub(crate) fn descriptor_limit() -> u64 {
+    rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(u64::MAX)
+}
+
 /// `timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)`—Creates a disarmed timer.
 pub(crate) fn timerfd_create() -> io::Result<OwnedFd> {
     use rustix::time::{TimerfdClockId, TimerfdFlags};

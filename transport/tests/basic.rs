@@ -416,3 +416,39 @@ fn lossy_subscribers_join_a_publisher_that_laps_them_during_the_handshake() {
     flood.join().unwrap();
     fds.check();
 }
+
+/// `max_subscribers` refuses the next subscriber as busy, with the reason, and admits one again
+/// as soon as a subscriber has left.
+#[test]
+fn max_subscribers_refuses_the_next_until_one_leaves() {
+    let fds = FdGuard::new();
+    let t = topic("max-subs");
+    let mut publisher = Publisher::builder(&t)
+        .max_subscribers(Some(2))
+        .bind()
+        .unwrap();
+    let first = Subscriber::connect(&t).unwrap();
+    let mut second = Subscriber::connect(&t).unwrap();
+    for _ in 0..3 {
+        match Subscriber::connect(&t) {
+            Err(ConnectError::Refused { reason }) => {
+                assert!(reason.contains("maximum of 2 subscribers"), "{reason}")
+            }
+            other => panic!("a third subscriber was not refused: {other:?}"),
+        }
+    }
+    assert_eq!(publisher.subscriber_count(), 2);
+    assert!(publisher.stats().refused >= 3);
+    drop(first);
+    let deadline = std::time::Instant::now() + T;
+    while publisher.subscriber_count() > 1 {
+        assert!(std::time::Instant::now() < deadline, "departure not seen");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let mut third = Subscriber::connect(&t).unwrap();
+    publisher.send(b"both").unwrap();
+    assert_eq!(&*second.recv_timeout(T).unwrap(), b"both");
+    assert_eq!(&*third.recv_timeout(T).unwrap(), b"both");
+    drop((second, third, publisher));
+    fds.check();
+}

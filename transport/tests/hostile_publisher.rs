@@ -1351,6 +1351,55 @@ fn doorbells_carrying_descriptors_are_closed() {
     });
 }
 
+/// A publisher that never reads the subscriber's doorbells, or shuts the reading side of its end,
+/// cannot block the subscriber: every release rings the doorbell (the harness announces a new
+/// wait for space before each message), the doorbells that find the queue full or shut are
+/// dropped, and every message still arrives, in order, until the hang-up ends the stream.
+#[test]
+fn a_publisher_that_never_takes_its_doorbells_does_not_block_the_subscriber() {
+    use rustix::net::{RecvFlags, Shutdown};
+    hostile("unread-doorbells", |scene| {
+        for shut in [false, true] {
+            let mut image = Image::new(Mode::Gating);
+            let (mut sub, conn) = scene.connected(&image, Mode::Gating);
+            if shut {
+                rustix::net::shutdown(&conn, Shutdown::Read).unwrap();
+            }
+            // More doorbells than any default queue limit (`net.unix.max_dgram_qlen`, the
+            // send buffer) lets through.
+            const ROUNDS: u64 = 4096;
+            for seq in 0..ROUNDS {
+                image.publish(1);
+                image.ring.store32(hdr::WRITER_WAITING, seq as u32 + 1);
+                expect_message(&mut sub, seq);
+            }
+            let mut queued = 0u64;
+            let mut byte = [0u8; 16];
+            while let Ok(n) = rustix::net::recv(&conn, &mut byte, RecvFlags::DONTWAIT) {
+                if n.0 == 0 {
+                    break;
+                }
+                queued += 1;
+            }
+            if shut {
+                assert_eq!(queued, 0, "a shut end takes no doorbells");
+            } else {
+                // Rung on every release, queued until the queue was full, the rest dropped.
+                assert!(
+                    0 < queued && queued < ROUNDS,
+                    "{queued} doorbells queued of {ROUNDS} rung"
+                );
+            }
+            drop(conn);
+            let end = sub.recv_timeout(Duration::from_secs(10)).map(|s| s.seq());
+            assert!(
+                matches!(end, Err(RecvError::Disconnected)),
+                "shut: {shut}: {end:?}"
+            );
+        }
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // A thread scribbling over the whole ring while a subscriber reads.
 

@@ -170,6 +170,62 @@ fn a_subscriber_withholding_its_space_doorbell_only_delays_the_publisher() {
     );
 }
 
+/// A same-uid process that opens admitted connections until it is refused cannot take the
+/// descriptors the publisher's program needs: a publisher process with a limit of 64 descriptors
+/// admits subscribers only up to its reserve, goes on opening files and publishing meanwhile,
+/// and admits a good subscriber once the flood has left.
+#[test]
+fn admitted_connections_never_take_the_publishers_descriptor_reserve() {
+    use shmcast::__test_support::raw_handshake;
+    let fds = FdGuard::new();
+    let t = topic("reserve");
+    let mut publisher = child::spawn("few-descriptors", std::slice::from_ref(&t));
+    let line = publisher.expect_line("bound ");
+    let path = std::path::PathBuf::from(line[line.find("bound ").unwrap() + 6..].trim());
+    let mut flood = Vec::new();
+    let reason = loop {
+        assert!(
+            flood.len() < 64,
+            "64 subscribers admitted under a limit of 64 descriptors"
+        );
+        match raw_handshake(&path).unwrap() {
+            Ok(conn) => flood.push(conn),
+            Err(reason) => break reason,
+        }
+    };
+    assert!(reason.contains("short of descriptors"), "{reason}");
+    assert!(flood.len() >= 8, "only {} admitted", flood.len());
+    publisher.expect_line("opened 8 files");
+    // The flood leaves; the next subscriber gets in and receives the stream.
+    drop(flood);
+    let deadline = Instant::now() + WATCHDOG;
+    let mut sub = loop {
+        match shmcast::Subscriber::connect(&t) {
+            Ok(sub) => break sub,
+            // Departures are noticed by the publisher's control thread, not at once.
+            Err(shmcast::ConnectError::Refused { reason }) if reason.contains("short of") => {
+                assert!(
+                    Instant::now() < deadline,
+                    "watchdog: still refused: {reason}"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let first = sub.recv_timeout(WATCHDOG).unwrap().seq();
+    for seq in first + 1..first + 4 {
+        assert_eq!(sub.recv_timeout(WATCHDOG).unwrap().seq(), seq);
+    }
+    drop(sub);
+    assert!(
+        !publisher.printed("cannot open"),
+        "the publisher ran out of descriptors"
+    );
+    publisher.kill();
+    fds.check();
+}
+
 /// Child roles; a no-op in the normal test run.
 #[test]
 #[ignore = "runs only as a child process"]
@@ -181,7 +237,43 @@ fn role_entry() {
         "subscriber" => roles::subscriber(&args),
         "hostile" => role_hostile(&args),
         "clients" => role_clients(&args),
+        "few-descriptors" => role_few_descriptors(&args),
         other => panic!("unknown role {other}"),
+    }
+}
+
+/// args: topic. Lowers its descriptor limit to 64, binds (printing `bound PATH`) and publishes
+/// a message every millisecond. Once it has refused a subscriber it opens 8 files, as the rest
+/// of a program would, and prints `opened 8 files`, or `cannot open` and exits.
+fn role_few_descriptors(args: &[String]) {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let hard = getrlimit(Resource::Nofile).maximum;
+    setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: Some(64),
+            maximum: hard,
+        },
+    )
+    .unwrap();
+    let mut publisher = Publisher::builder(&args[0]).bind().unwrap();
+    println!("bound {}", publisher.path().display());
+    let mut opened = false;
+    for seq in 0u64.. {
+        if !opened && publisher.stats().refused > 0 {
+            let files: Result<Vec<_>, _> =
+                (0..8).map(|_| std::fs::File::open("/dev/null")).collect();
+            match files {
+                Ok(_) => println!("opened 8 files"),
+                Err(e) => {
+                    println!("cannot open: {e}");
+                    std::process::exit(3);
+                }
+            }
+            opened = true;
+        }
+        publisher.send(&seq.to_le_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

@@ -8,6 +8,7 @@
 
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 static int checks = 0;
@@ -145,6 +146,35 @@ static void missing_publisher(const char *prefix) {
     EXPECT(shmcast_subscriber_connect(topic(prefix, "nobody"), &opts, &sub), SHMCAST_ENOPUBLISHER);
     EXPECT_TRUE(sub == NULL);
     EXPECT_TRUE(strstr(shmcast_last_error_message(), "no publisher") != NULL);
+}
+
+/* max_subscribers: the next subscriber is refused, with the reason, until one leaves. */
+static void subscriber_limit(const char *prefix) {
+    shmcast_publisher_options popts;
+    shmcast_publisher *pub = NULL;
+    shmcast_subscriber *first = NULL, *second = NULL;
+    int tries, rc;
+    shmcast_publisher_options_init(&popts);
+    EXPECT_TRUE(popts.max_subscribers == 0);
+    popts.max_subscribers = 1;
+    EXPECT(shmcast_publisher_create(topic(prefix, "limit"), &popts, &pub), SHMCAST_OK);
+    EXPECT(shmcast_subscriber_connect(topic(prefix, "limit"), NULL, &first), SHMCAST_OK);
+    EXPECT(shmcast_subscriber_connect(topic(prefix, "limit"), NULL, &second), SHMCAST_EREFUSED);
+    EXPECT_TRUE(second == NULL);
+    EXPECT_TRUE(strstr(shmcast_last_error_message(), "maximum of 1 subscribers") != NULL);
+    shmcast_subscriber_destroy(first);
+    /* The publisher notices the departure on its own thread: retry, bounded. */
+    for (tries = 0; tries < 5000; tries++) {
+        rc = shmcast_subscriber_connect(topic(prefix, "limit"), NULL, &second);
+        if (rc != SHMCAST_EREFUSED) {
+            break;
+        }
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    EXPECT(rc, SHMCAST_OK);
+    shmcast_subscriber_destroy(second);
+    shmcast_publisher_destroy(pub);
 }
 
 /* Clients that connect to the topic socket and misbehave. */
@@ -339,6 +369,7 @@ int main(int argc, char **argv) {
     codes_and_messages();
     bad_arguments(argv[1]);
     missing_publisher(argv[1]);
+    subscriber_limit(argv[1]);
     one_loan_one_sample(argv[1]);
     destroy_while_busy(argv[1]);
     EXPECT_NO_FD_LEAK(fds_at_start);
