@@ -27,7 +27,7 @@ use std::mem::offset_of;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::{Duration, Instant};
 
@@ -1608,13 +1608,52 @@ impl Scribbler<'_> {
     }
 }
 
+/// Where the scribbler runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ScribbleFrom {
+    /// A thread of this process: a gating subscriber reads only the lengths of in-place
+    /// samples, as reading their bytes would race the thread outside Rust's model.
+    Thread,
+    /// A child process forked from this one: the subscriber reads every byte, as it would
+    /// under a hostile publisher process.
+    Process,
+}
+
+/// The loop a scribbler runs until `stop`: publish now and then, damage a few words, breathe.
+fn scribble_until(scribbler: &mut Scribbler<'_>, stop: &AtomicU64) {
+    let mut round = 0u64;
+    while stop.load(Ordering::Relaxed) == 0 {
+        if scribbler.rng.below(4) != 0 {
+            scribbler.publish();
+        }
+        for _ in 0..scribbler.rng.below(4) {
+            scribbler.scribble();
+        }
+        round += 1;
+        if round % 8 == 0 {
+            std::thread::sleep(Duration::from_micros(50));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
 /// Scribbles over a ring one subscriber reads in `mode`, for `run_for` and at least 2000
 /// receives; returns how they went.
-fn scribble_while_receiving(scene: &Scene, mode: Mode, seed: u64, run_for: Duration) -> Tally {
+fn scribble_while_receiving(
+    scene: &Scene,
+    mode: Mode,
+    seed: u64,
+    run_for: Duration,
+    from: ScribbleFrom,
+) -> Tally {
     const MIN_RECEIVES: u64 = 2000;
     let cfg = RingConfig::new(CAP, MAX).unwrap();
     let ring = Memfd::new(cfg.region_len() as u64);
     let cb = Memfd::new(CONTROL_BLOCK_LEN as u64);
+    // The stop flag and what the scribbler reports, shared with a forked scribbler.
+    let shared = Memfd::new(4096);
+    let (stop, sent, damage) = (shared.u64_at(0), shared.u64_at(8), shared.u64_at(16));
     let shadow = Region::heap(cfg.region_len());
     let mut writer = Writer::new(shadow.clone(), cfg).unwrap();
     writer.admit(cb.region(), mode, Start::Newest, ()).unwrap();
@@ -1639,28 +1678,10 @@ fn scribble_while_receiving(scene: &Scene, mode: Mode, seed: u64, run_for: Durat
     // The first message arrives before any scribbling, so every run has one that got through.
     tally.count(sub.recv_timeout(Duration::from_secs(60)).map(|s| s.len()));
     assert_eq!(tally.messages, 1, "{mode:?}: the untouched ring: {tally:?}");
-    let stop = AtomicBool::new(false);
-    let (sent, damage) = std::thread::scope(|s| {
-        let harness = s.spawn(|| {
-            let mut round = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                if scribbler.rng.below(4) != 0 {
-                    scribbler.publish();
-                }
-                for _ in 0..scribbler.rng.below(4) {
-                    scribbler.scribble();
-                }
-                round += 1;
-                if round % 8 == 0 {
-                    std::thread::sleep(Duration::from_micros(50));
-                } else {
-                    std::thread::yield_now();
-                }
-            }
-            (scribbler.sent, scribbler.damage)
-        });
+    let receive = |sub: &mut Subscriber, tally: &mut Tally| {
         let start = Instant::now();
         let mut buf = Vec::new();
+        let mut checksum = 0u64;
         // Until the run time, the receive count and a noticed damage are all reached; only a
         // subscriber that never notices damage meets the bound.
         while start.elapsed() < run_for
@@ -1675,18 +1696,90 @@ fn scribble_while_receiving(scene: &Scene, mode: Mode, seed: u64, run_for: Durat
                     // A lossy sample is the subscriber's own validated copy.
                     buf.clear();
                     buf.extend_from_slice(&sample);
+                } else if from == ScribbleFrom::Process {
+                    // In place, in the ring the other process scribbles on.
+                    checksum = sample
+                        .iter()
+                        .fold(checksum, |a, &b| a.rotate_left(5) ^ b as u64);
                 }
                 sample.len()
             });
             tally.count(got);
         }
-        stop.store(true, Ordering::Relaxed);
-        harness.join().unwrap()
-    });
+        std::hint::black_box(checksum);
+    };
+    match from {
+        ScribbleFrom::Thread => std::thread::scope(|s| {
+            let harness = s.spawn(|| {
+                scribble_until(&mut scribbler, stop);
+                sent.store(scribbler.sent, Ordering::Relaxed);
+                damage.store(scribbler.damage, Ordering::Relaxed);
+            });
+            receive(&mut sub, &mut tally);
+            stop.store(1, Ordering::Relaxed);
+            harness.join().unwrap();
+        }),
+        ScribbleFrom::Process => {
+            // SAFETY: the child only runs the scribbling loop (its memory is a copy of ours, the
+            // ring, control block and flags shared mappings) and leaves with `_exit`, never
+            // returning into the test harness; glibc's malloc is safe to use after `fork`.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+            if pid == 0 {
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    scribble_until(&mut scribbler, stop);
+                    sent.store(scribbler.sent, Ordering::Relaxed);
+                    damage.store(scribbler.damage, Ordering::Relaxed);
+                }));
+                // SAFETY: ends the child at once, without running the parent's exit handlers.
+                unsafe { libc::_exit(i32::from(run.is_err())) };
+            }
+            receive(&mut sub, &mut tally);
+            stop.store(1, Ordering::Relaxed);
+            let mut status = 0;
+            // SAFETY: waits for our own child; `status` is a valid out-pointer.
+            let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+            assert_eq!(rc, pid, "waitpid: {}", std::io::Error::last_os_error());
+            assert!(
+                libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+                "the scribbling process failed: status {status:#x}"
+            );
+        }
+    }
     drop(conn);
     drop(sub);
-    println!("{mode:?} (seed {seed:#x}): {sent} messages sent, {damage} words damaged: {tally:?}");
+    let (sent, damage) = (sent.load(Ordering::Relaxed), damage.load(Ordering::Relaxed));
+    println!(
+        "{mode:?}, scribbler in a {from:?} (seed {seed:#x}): {sent} messages sent, {damage} \
+         words damaged: {tally:?}"
+    );
     tally
+}
+
+/// The outcomes every scribbled run must show: only typed ones, some messages, some damage.
+fn check_scribbled(mode: Mode, tally: &Tally) {
+    assert!(
+        tally.unexpected.is_empty(),
+        "{mode:?}: {:?}",
+        tally.unexpected
+    );
+    assert!(
+        tally.messages > 0,
+        "{mode:?}: no message got through: {tally:?}"
+    );
+    let corrupt: u64 = tally.corrupt.values().sum();
+    assert!(corrupt > 0, "{mode:?}: no damage was noticed: {tally:?}");
+}
+
+/// The seed of a scribbling run: `SHMCAST_HOSTILE_SEED=<hex>` replays a printed one.
+fn scribble_seed() -> u64 {
+    std::env::var("SHMCAST_HOSTILE_SEED")
+        .ok()
+        .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+        .unwrap_or_else(|| {
+            let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+            t.map_or(1, |d| d.as_nanos() as u64) ^ u64::from(std::process::id())
+        })
 }
 
 /// A thread publishes through the real writer and scribbles random bytes over the whole ring
@@ -1695,32 +1788,29 @@ fn scribble_while_receiving(scene: &Scene, mode: Mode, seed: u64, run_for: Durat
 /// printed run: the gating subscriber's scribbler uses that seed, the lossy one's the next.
 #[test]
 fn scribbling_over_the_whole_ring_yields_only_typed_outcomes() {
-    let seed = std::env::var("SHMCAST_HOSTILE_SEED")
-        .ok()
-        .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
-        .unwrap_or_else(|| {
-            let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-            t.map_or(1, |d| d.as_nanos() as u64) ^ u64::from(std::process::id())
-        });
+    let seed = scribble_seed();
     hostile("scribble", |scene| {
         for (i, mode) in BOTH.into_iter().enumerate() {
-            let tally = scribble_while_receiving(
-                scene,
-                mode,
-                seed.wrapping_add(i as u64),
-                Duration::from_millis(1500),
-            );
-            assert!(
-                tally.unexpected.is_empty(),
-                "{mode:?}: {:?}",
-                tally.unexpected
-            );
-            assert!(
-                tally.messages > 0,
-                "{mode:?}: no message got through: {tally:?}"
-            );
-            let corrupt: u64 = tally.corrupt.values().sum();
-            assert!(corrupt > 0, "{mode:?}: no damage was noticed: {tally:?}");
+            let run = Duration::from_millis(1500);
+            let seed = seed.wrapping_add(i as u64);
+            let tally = scribble_while_receiving(scene, mode, seed, run, ScribbleFrom::Thread);
+            check_scribbled(mode, &tally);
+        }
+    });
+}
+
+/// The same scribbler as a separate process, as a hostile publisher would be: now the gating
+/// subscriber reads every byte of its in-place samples while the other process writes them.
+/// Every receive still returns a message or a typed error, some of each.
+#[test]
+fn a_scribbler_in_another_process_yields_only_typed_outcomes() {
+    let seed = scribble_seed();
+    hostile("scribble-process", |scene| {
+        for (i, mode) in BOTH.into_iter().enumerate() {
+            let run = Duration::from_millis(1500);
+            let seed = seed.wrapping_add(i as u64);
+            let tally = scribble_while_receiving(scene, mode, seed, run, ScribbleFrom::Process);
+            check_scribbled(mode, &tally);
         }
     });
 }
