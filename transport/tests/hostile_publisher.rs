@@ -1771,6 +1771,20 @@ fn check_scribbled(mode: Mode, tally: &Tally) {
     assert!(corrupt > 0, "{mode:?}: no damage was noticed: {tally:?}");
 }
 
+/// Scribbles from `from` while a gating and then a lossy subscriber receive, each for 1.5 s,
+/// and checks each run.
+fn scribble_in_both_modes(name: &str, from: ScribbleFrom) {
+    let seed = scribble_seed();
+    hostile(name, |scene| {
+        for (i, mode) in BOTH.into_iter().enumerate() {
+            let run = Duration::from_millis(1500);
+            let seed = seed.wrapping_add(i as u64);
+            let tally = scribble_while_receiving(scene, mode, seed, run, from);
+            check_scribbled(mode, &tally);
+        }
+    });
+}
+
 /// The seed of a scribbling run: `SHMCAST_HOSTILE_SEED=<hex>` replays a printed one.
 fn scribble_seed() -> u64 {
     std::env::var("SHMCAST_HOSTILE_SEED")
@@ -1788,15 +1802,7 @@ fn scribble_seed() -> u64 {
 /// printed run: the gating subscriber's scribbler uses that seed, the lossy one's the next.
 #[test]
 fn scribbling_over_the_whole_ring_yields_only_typed_outcomes() {
-    let seed = scribble_seed();
-    hostile("scribble", |scene| {
-        for (i, mode) in BOTH.into_iter().enumerate() {
-            let run = Duration::from_millis(1500);
-            let seed = seed.wrapping_add(i as u64);
-            let tally = scribble_while_receiving(scene, mode, seed, run, ScribbleFrom::Thread);
-            check_scribbled(mode, &tally);
-        }
-    });
+    scribble_in_both_modes("scribble", ScribbleFrom::Thread);
 }
 
 /// The same scribbler as a separate process, as a hostile publisher would be: now the gating
@@ -1804,13 +1810,5 @@ fn scribbling_over_the_whole_ring_yields_only_typed_outcomes() {
 /// Every receive still returns a message or a typed error, some of each.
 #[test]
 fn a_scribbler_in_another_process_yields_only_typed_outcomes() {
-    let seed = scribble_seed();
-    hostile("scribble-process", |scene| {
-        for (i, mode) in BOTH.into_iter().enumerate() {
-            let run = Duration::from_millis(1500);
-            let seed = seed.wrapping_add(i as u64);
-            let tally = scribble_while_receiving(scene, mode, seed, run, ScribbleFrom::Process);
-            check_scribbled(mode, &tally);
-        }
-    });
+    scribble_in_both_modes("scribble-process", ScribbleFrom::Process);
 }
