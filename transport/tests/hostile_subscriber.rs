@@ -22,6 +22,8 @@ const MAX: usize = 200;
 const REQUEUED: &str = "requeued";
 /// As many messages as fast as the good subscriber takes them.
 const FLAT_OUT: (u64, Duration) = (MESSAGES, Duration::ZERO);
+/// What the hole-punching subscriber prints once it has zeroed its control block 1000 times.
+const PUNCHED: &str = "punched its control block";
 /// What the storming subscriber prints once its unread doorbells fill its socket's queue.
 const QUEUE_FULL: &str = "doorbell queue full";
 
@@ -119,6 +121,19 @@ fn garbage_gating_cursors_are_demoted() {
         publisher.stats().demotions >= 1
     });
     assert!(stats.demotions >= 1, "{stats:?}");
+}
+
+/// A gating process punches holes into its own control block (allowed: the seals forbid only
+/// resizing), so the publisher's mapping of it reads zeros, cursor, `parked` and the
+/// publisher-written line alike, while it keeps releasing everything committed. The publisher
+/// reads back nothing it wrote there, takes a zero cursor for one behind (or demotes it, once
+/// the ring has wrapped), faults in fresh pages without a `SIGBUS`, and the good subscriber
+/// receives every message in order.
+#[test]
+fn a_subscriber_punching_holes_in_its_control_block_loses_others_nothing() {
+    publish_under_attack(&topic("punch"), "punch", FLAT_OUT, |_, hostile| {
+        hostile.printed(PUNCHED)
+    });
 }
 
 /// A process floods the topic socket: hundreds of connections that never speak, oversized and
@@ -298,7 +313,7 @@ fn map(fd: &OwnedFd, len: usize, write: bool) -> *mut u8 {
 /// args: path, attack (`storm` | `cursor` | `requeue` | `withhold`). Attacks until killed.
 fn role_hostile(args: &[String]) {
     let path = std::path::Path::new(&args[0]);
-    let mode = if args[1] == "cursor" || args[1] == "withhold" {
+    let mode = if ["cursor", "withhold", "punch"].contains(&args[1].as_str()) {
         Mode::Gating
     } else {
         Mode::Lossy
@@ -368,6 +383,25 @@ fn role_hostile(args: &[String]) {
                 // and never rings the doorbell a waiting publisher expects.
                 std::thread::sleep(std::time::Duration::from_micros(300));
                 cursor.store(committed.load(Ordering::Acquire), Ordering::Release);
+            }
+            "punch" => {
+                // Zeroes its whole control block (the publisher's line 0 included) by freeing
+                // its pages, then releases everything committed, again and again.
+                // SAFETY: fallocate on the control block descriptor we were given.
+                let rc = unsafe {
+                    libc::fallocate(
+                        fds[1].as_raw_fd(),
+                        libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                        0,
+                        // The whole page, so that it is freed rather than cleared.
+                        4096,
+                    )
+                };
+                assert_eq!(rc, 0, "punch: {}", std::io::Error::last_os_error());
+                cursor.store(committed.load(Ordering::Acquire), Ordering::Release);
+                if rounds == 1000 {
+                    println!("{PUNCHED} 1000 times");
+                }
             }
             "requeue" => {
                 let seen = wake.load(Ordering::Relaxed);
