@@ -3,29 +3,12 @@
 //! typed error, never a panic, and an accepted message re-encodes to the bytes received (a
 //! REFUSE's text excepted: it is only shown, so it is decoded lossily and may be shortened).
 
+mod common;
+
+use common::rng::Rng;
 use shmcast::__test_support::{
     check_decoders as check, decode_hello, decode_reply, sample_hellos, sample_replies,
 };
-
-/// A xorshift generator: deterministic, dependency-free test input.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
 
 fn iterations() -> u64 {
     std::env::var("SHMCAST_DECODER_ITERS")

@@ -121,6 +121,31 @@ pub fn handshake() -> Vec<Vec<u8>> {
     out
 }
 
+/// Seeds for `control_blocks`: programs that publish until the ring wraps, with the hostile
+/// gating cursor left behind, kept at the committed position, or thrown far off, and `parked`
+/// words set between publishes.
+pub fn control_blocks() -> Vec<Vec<u8>> {
+    // Steps: [0, len] publishes, [1, block, word, kind, operand..] writes a word of a hostile
+    // block (word 16: cursor, 32: parked), [2] drains the honest reader, [3, len] looks and
+    // announces a wait for space.
+    let publish = |n: usize, len: u8| (0..n).flat_map(move |_| [0, len, 2]).collect::<Vec<u8>>();
+    let mut left_behind = publish(40, 150);
+    left_behind.push(3);
+    left_behind.push(100);
+    let mut kept_up = Vec::new();
+    for i in 0..40u8 {
+        kept_up.extend([0, i.wrapping_mul(7), 2, 1, 0, 16, 0, 0]);
+    }
+    let mut far_off = publish(3, 60);
+    far_off.extend([1, 0, 16, 2, 3]);
+    far_off.extend(publish(20, 120));
+    let mut parked = Vec::new();
+    for i in 0..20u8 {
+        parked.extend([1, i % 2, 32, 2, i % 5, 0, 90, 2]);
+    }
+    vec![left_behind, kept_up, far_off, parked]
+}
+
 /// Writes each target's seeds to `dir/<target>/seed-<n>`; returns how many files it wrote.
 pub fn write_all(dir: &Path) -> io::Result<usize> {
     let mut written = 0;
@@ -128,6 +153,7 @@ pub fn write_all(dir: &Path) -> io::Result<usize> {
         ("ring_validator", ring_validator()),
         ("frame_reader", frame_reader()),
         ("handshake", handshake()),
+        ("control_blocks", control_blocks()),
     ] {
         let sub = dir.join(target);
         fs::create_dir_all(&sub)?;

@@ -6,6 +6,7 @@
 pub mod child;
 pub mod fds;
 pub mod message;
+pub mod rng;
 pub mod roles;
 
 pub use fds::FdGuard;

@@ -1,0 +1,344 @@
+//! Support for the crate's own tests and fuzz targets, not part of the API: a raw handshake
+//! that keeps the descriptors a subscriber receives (so a test can try to misuse them), a
+//! publisher that serves one hand-made reply, and checkers of what the decoders and the writer
+//! promise whatever their input, shared by property tests and fuzz targets.
+
+use crate::handshake::{self, Hello, RefuseCode, Reply};
+use crate::sys;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+
+/// Connects to `path`, asks as a lossy subscriber and returns the descriptors of the
+/// welcome (ring, control block) and the socket, or the publisher's refusal text.
+pub fn raw_handshake(path: &Path) -> std::io::Result<Result<(Vec<OwnedFd>, OwnedFd), String>> {
+    raw_handshake_as(path, crate::Mode::Lossy)
+}
+
+/// [`raw_handshake`] asking for `mode`.
+pub fn raw_handshake_as(
+    path: &Path,
+    mode: crate::Mode,
+) -> std::io::Result<Result<(Vec<OwnedFd>, OwnedFd), String>> {
+    let sock = sys::seqpacket_connect(path, Some(std::time::Duration::from_secs(5)))?;
+    let hello = Hello {
+        mode,
+        start: crate::Start::Newest,
+    };
+    // A refusing publisher may have closed already; its refusal is still queued.
+    let _ = sys::send_packet(sock.as_fd(), &hello.encode());
+    sys::set_recv_timeout(sock.as_fd(), Some(std::time::Duration::from_secs(5)))?;
+    let mut buf = [0u8; handshake::MAX_PACKET];
+    let (n, fds) = sys::recv_with_fds_of(sock.as_fd(), &mut buf, &[0, handshake::WELCOME_FDS])
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    match Reply::decode(&buf[..n]) {
+        Ok(Reply::Welcome { .. }) => Ok(Ok((fds, sock))),
+        Ok(Reply::Refuse { text, .. }) => {
+            assert!(fds.is_empty(), "a refusal carries no descriptors");
+            Ok(Err(text))
+        }
+        Err(e) => Err(std::io::Error::other(e.to_string())),
+    }
+}
+
+/// Decodes `bytes` as the publisher decodes a subscriber's HELLO. An accepted request comes
+/// back re-encoded, so a caller can check that it round-trips; a refused one gives the
+/// decoder's error in `Debug` form (`Length(3)`, `Field("mode")`).
+pub fn decode_hello(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    Hello::decode(bytes)
+        .map(|hello| hello.encode())
+        .map_err(|e| format!("{e:?}"))
+}
+
+/// Decodes `bytes` as a subscriber decodes the publisher's WELCOME or REFUSE; results as for
+/// [`decode_hello`].
+pub fn decode_reply(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    Reply::decode(bytes)
+        .map(|reply| reply.encode())
+        .map_err(|e| format!("{e:?}"))
+}
+
+/// Checks, by panicking, what both handshake decoders promise about any packet `p`, for the
+/// property tests and the fuzz target alike: a message or a typed error from each, never
+/// both accepting it, and an accepted message re-encodes to the bytes received (a REFUSE's
+/// text excepted: it is only shown, so it is decoded lossily and may be shortened; and a
+/// WELCOME's bytes after its last field, which the decoder does not read). Returns whether
+/// each decoder (HELLO, reply) accepted it.
+pub fn check_decoders(p: &[u8]) -> (bool, bool) {
+    fn assert_typed(e: &str) {
+        let known = ["Length(", "Magic", "Version(", "Kind(", "Field("];
+        assert!(known.iter().any(|k| e.starts_with(k)), "untyped error {e}");
+    }
+    let hello = decode_hello(p);
+    match &hello {
+        Ok(re) => assert_eq!(re, p, "an accepted HELLO re-encodes to itself"),
+        Err(e) => assert_typed(e),
+    }
+    let reply = decode_reply(p);
+    match &reply {
+        Ok(re) => {
+            assert_eq!(
+                decode_reply(re).as_ref(),
+                Ok(re),
+                "a re-encoded reply is stable"
+            );
+            // An accepted reply has a whole header, so its kind field is there.
+            let kind = u16::from_le_bytes([p[6], p[7]]);
+            if re != p && kind == crate::handshake::KIND_REFUSE {
+                // A text the encoder would not send: not UTF-8, or too long.
+                assert_eq!(re[..10], p[..10], "same header and code");
+                let text = String::from_utf8_lossy(&p[12..]);
+                assert!(text.as_bytes().starts_with(&re[12..]), "text kept in order");
+                assert!(std::str::from_utf8(&p[12..]).is_err() || re.len() < p.len());
+            } else if re != p {
+                // Whatever the WELCOME's unread bytes held, the message keeps its length
+                // and header.
+                assert_eq!(kind, crate::handshake::KIND_WELCOME, "{p:?}");
+                assert_eq!((re.len(), &re[..8]), (p.len(), &p[..8]));
+            }
+        }
+        Err(e) => assert_typed(e),
+    }
+    assert!(!(hello.is_ok() && reply.is_ok()), "one packet, one kind");
+    (hello.is_ok(), reply.is_ok())
+}
+
+/// Valid encodings of every HELLO, for seeding fuzzers and property tests.
+pub fn sample_hellos() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for mode in [crate::Mode::Gating, crate::Mode::Lossy] {
+        for start in [crate::Start::Newest, crate::Start::Oldest] {
+            out.push(Hello { mode, start }.encode());
+        }
+    }
+    out
+}
+
+/// Valid encodings of WELCOMEs and REFUSEs (empty, ASCII, multi-byte and over-long texts),
+/// for seeding fuzzers and property tests.
+pub fn sample_replies() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for (ring_len, cb_len) in [(512 + 4096, 512), (512 + (1 << 20), 512), (0, u64::MAX)] {
+        let welcome = Reply::Welcome {
+            flags: 0,
+            ring_len,
+            cb_len,
+        };
+        out.push(welcome.encode());
+    }
+    let refusals = [
+        (RefuseCode::PermissionDenied, String::new()),
+        (RefuseCode::Version, "protocol version 9".into()),
+        (RefuseCode::BadRequest, "é".repeat(200)),
+        (RefuseCode::Busy, "x".repeat(1000)),
+        (RefuseCode::Internal, "ring full ✓".into()),
+    ];
+    for (code, text) in refusals {
+        out.push(Reply::refuse(code, text).encode());
+    }
+    out
+}
+
+/// Connects to `path` and says nothing.
+pub fn raw_connect(path: &Path) -> std::io::Result<OwnedFd> {
+    sys::seqpacket_connect(path, Some(std::time::Duration::from_secs(5)))
+}
+
+/// Sends raw bytes (and optionally descriptors) on a new connection to `path` and returns
+/// the publisher's reply text, if any.
+pub fn raw_send(
+    path: &Path,
+    bytes: &[u8],
+    fds: &[std::os::fd::BorrowedFd<'_>],
+) -> std::io::Result<Option<String>> {
+    let sock = sys::seqpacket_connect(path, Some(std::time::Duration::from_secs(5)))?;
+    sys::send_with_fds(sock.as_fd(), bytes, fds)?;
+    sys::set_recv_timeout(sock.as_fd(), Some(std::time::Duration::from_secs(5)))?;
+    let mut buf = [0u8; handshake::MAX_PACKET];
+    match sys::recv_with_fds_of(sock.as_fd(), &mut buf, &[0, handshake::WELCOME_FDS]) {
+        Ok((n, _)) => Ok(match Reply::decode(&buf[..n]) {
+            Ok(Reply::Refuse { text, .. }) => Some(text),
+            Ok(Reply::Welcome { .. }) => Some("welcome".into()),
+            Err(e) => Some(format!("undecodable reply: {e}")),
+        }),
+        Err(_) => Ok(None),
+    }
+}
+
+// The publisher's side of the handshake, played by hand (the hostile-publisher tests).
+
+/// Encodes a WELCOME announcing a ring of `ring_len` bytes and a control block of `cb_len`.
+pub fn encode_welcome(ring_len: u64, cb_len: u64) -> Vec<u8> {
+    Reply::Welcome {
+        flags: 0,
+        ring_len,
+        cb_len,
+    }
+    .encode()
+}
+
+/// Plays a publisher for one subscriber: listens at `path`, accepts one connection, reads
+/// its HELLO and answers with `reply` carrying `fds`, whatever they are (at most 8).
+/// Each step waits at most 5 s. The socket file is removed before returning; the
+/// connection is returned open, for doorbells, and dropping it is the publisher's hang-up.
+pub fn serve_one(
+    path: &Path,
+    reply: &[u8],
+    fds: &[std::os::fd::BorrowedFd<'_>],
+) -> std::io::Result<OwnedFd> {
+    let step = Some(std::time::Duration::from_secs(5));
+    let listener = sys::seqpacket_listen(path)?;
+    let accepted = sys::wait_readable(listener.as_fd(), step).and_then(|ready| {
+        if ready {
+            sys::seqpacket_accept(listener.as_fd(), false)
+        } else {
+            Err(std::io::ErrorKind::TimedOut.into())
+        }
+    });
+    let _ = std::fs::remove_file(path);
+    let conn = accepted?;
+    sys::set_recv_timeout(conn.as_fd(), step)?;
+    let mut buf = [0u8; handshake::MAX_PACKET];
+    let n = sys::recv_packet(conn.as_fd(), &mut buf)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    Hello::decode(&buf[..n]).map_err(|e| std::io::Error::other(e.to_string()))?;
+    sys::send_with_fds(conn.as_fd(), reply, fds)?;
+    Ok(conn)
+}
+
+/// Checks, by panicking, what the writer promises whatever the subscribers write into their
+/// control blocks. `input` drives a writer (ring of 1 KiB, messages up to 200 bytes) with one
+/// honest gating reader and two control blocks whose every word the input may set: one admitted
+/// gating, one lossy. Its bytes are a program of steps: publish a message of the next byte's
+/// length, write a word of a hostile block (cursor, `parked`, sequence numbers, counters, the
+/// publisher's own line), drain the honest reader, or look at the subscribers and announce and
+/// withdraw a wait for space. Whatever the hostile blocks hold: no panic or overflow, the honest
+/// reader receives every message in order and intact and stays gating, and a full ring is
+/// always freed by the honest reader's draining plus, at most, the demotion of the hostile
+/// gating subscriber (what a stall bound does). Returns the writer's statistics, so that a
+/// caller can tell which paths its inputs reached.
+#[allow(unsafe_code)]
+pub fn check_hostile_control_blocks(input: &[u8]) -> shmcast_core::WriterStats {
+    use shmcast_core::{
+        CONTROL_BLOCK_LEN, Mode, ReadError, Reader, Region, ReserveError, RingConfig, Start, Writer,
+    };
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    fn payload(seq: u64, len: usize) -> Vec<u8> {
+        (0..len)
+            .map(|i| (seq as u8).wrapping_mul(31).wrapping_add(i as u8))
+            .collect()
+    }
+
+    /// Receives everything readable; returns the next expected sequence number.
+    fn drain(reader: &mut Reader, mut expected: u64, buf: &mut Vec<u8>) -> u64 {
+        loop {
+            match reader.try_peek() {
+                Ok(frame) => {
+                    assert_eq!(frame.seq(), expected, "the honest reader's order");
+                    reader.read_payload(&frame, buf);
+                    assert_eq!(*buf, payload(expected, buf.len()), "message {expected}");
+                    reader.release(frame);
+                    expected += 1;
+                }
+                Err(ReadError::Empty) => return expected,
+                Err(e) => panic!("the honest reader got {e:?}"),
+            }
+        }
+    }
+
+    let cfg = RingConfig::new(1024, 200).expect("a valid configuration");
+    let mut writer: Writer<()> =
+        Writer::new(Region::heap(cfg.region_len()), cfg).expect("a fresh ring");
+    let honest_cb = Region::heap(CONTROL_BLOCK_LEN);
+    let honest_id = writer
+        .admit(honest_cb.clone(), Mode::Gating, Start::Newest, ())
+        .expect("admitted");
+    let mut honest = Reader::attach(writer.ring().clone(), honest_cb).expect("attached");
+    let hostile = [
+        Region::heap(CONTROL_BLOCK_LEN),
+        Region::heap(CONTROL_BLOCK_LEN),
+    ];
+    let gating = writer
+        .admit(hostile[0].clone(), Mode::Gating, Start::Newest, ())
+        .expect("admitted");
+    writer
+        .admit(hostile[1].clone(), Mode::Lossy, Start::Oldest, ())
+        .expect("admitted");
+
+    let mut bytes = input.iter().copied();
+    let mut next = move || bytes.next();
+    let (mut expected, mut buf) = (0u64, Vec::new());
+    while let Some(op) = next() {
+        match op % 4 {
+            0 => {
+                let len = usize::from(next().unwrap_or(0)) % 201;
+                let seq = writer.next_seq();
+                let message = payload(seq, len);
+                match writer.send(&message, |_| {}) {
+                    Ok(_) => {}
+                    Err(ReserveError::Full { .. }) => {
+                        expected = drain(&mut honest, expected, &mut buf);
+                        if writer.send(&message, |_| {}).is_err() {
+                            writer.demote(gating);
+                            writer.send(&message, |_| {}).expect(
+                                "room once the honest reader drained and the rest is lossy",
+                            );
+                        }
+                    }
+                    Err(e) => panic!("publishing {len} bytes: {e:?}"),
+                }
+            }
+            1 => {
+                let block = &hostile[usize::from(next().unwrap_or(0)) % 2];
+                let off = usize::from(next().unwrap_or(0)) % (CONTROL_BLOCK_LEN / 8) * 8;
+                let value = match next().unwrap_or(0) % 4 {
+                    // Near what the writer knows: around the committed position or sequence.
+                    0 => writer
+                        .committed()
+                        .wrapping_add(u64::from(next().unwrap_or(0)) * 16),
+                    1 => writer
+                        .committed()
+                        .wrapping_sub(u64::from(next().unwrap_or(0)) * 16),
+                    2 => [0, 1, 2, u64::MAX, 1 << 63][usize::from(next().unwrap_or(0)) % 5],
+                    _ => {
+                        let mut word = [0u8; 8];
+                        for b in &mut word {
+                            *b = next().unwrap_or(0);
+                        }
+                        u64::from_le_bytes(word)
+                    }
+                };
+                assert!(off + 8 <= block.len());
+                // SAFETY: in bounds and 8-aligned (the heap region is 128-aligned); only atomics
+                // touch the region's words, and it outlives this reference.
+                let word = unsafe { AtomicU64::from_ptr(block.as_ptr().add(off).cast()) };
+                word.store(value, Ordering::Relaxed);
+            }
+            2 => expected = drain(&mut honest, expected, &mut buf),
+            _ => {
+                let seen = writer.subscribers().count();
+                assert_eq!(seen, 3, "nobody leaves by writing its block");
+                let _ = writer.slowest_gating();
+                let len = usize::from(next().unwrap_or(0)) % 201;
+                let _ = writer.prepare_wait_for_space(len).expect("a valid length");
+                writer.end_wait_for_space();
+            }
+        }
+    }
+    let expected = drain(&mut honest, expected, &mut buf);
+    assert_eq!(
+        expected,
+        writer.next_seq(),
+        "the honest reader received everything"
+    );
+    let info = writer
+        .subscribers()
+        .find(|s| s.id == honest_id)
+        .expect("still admitted");
+    assert_eq!(
+        info.mode,
+        Mode::Gating,
+        "the honest reader is never demoted"
+    );
+    writer.stats()
+}
