@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags};
 use rustix::net::SocketType;
-use shmcast::{LoanError, Mode, Publisher, RecvError, Subscriber};
+use shmcast::{Mode, Publisher, RecvError, Subscriber};
 
 use crate::error::{BenchError, Result, failed, sys};
 use crate::payload::{self, Verifier};
@@ -368,24 +368,12 @@ fn shmcast(trial: Trial) -> Result<Outcome> {
     let every = clock_every(trial.size);
     let mut seq = 0u64;
     loop {
-        // `try_loan` first: the timed loan reads the clock twice, a noticeable share of the
-        // work for small messages; it is only needed when the ring is full.
-        let full = match publisher.try_loan(trial.size) {
-            Ok(mut loan) => {
-                payload::fill(&mut loan, seq);
-                loan.publish();
-                false
-            }
-            Err(LoanError::Full) => true,
-            Err(e) => return Err(failed("shmcast loan")(e)),
-        };
-        if full {
-            let mut loan = publisher
-                .loan_timeout(trial.size, STALL)
-                .map_err(failed("shmcast loan"))?;
-            payload::fill(&mut loan, seq);
-            loan.publish();
-        }
+        // A timed loan reads the clock only when the ring is full.
+        let mut loan = publisher
+            .loan_timeout(trial.size, STALL)
+            .map_err(failed("shmcast loan"))?;
+        payload::fill(&mut loan, seq);
+        loan.publish();
         seq += 1;
         if seq % every == 0 && now_ns() >= end {
             break;

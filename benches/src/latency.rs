@@ -297,22 +297,11 @@ pub fn run_trial(trial: Trial) -> Result<Outcome> {
             let before = publisher.stats();
             let mut s = paced(&trial, |ts| {
                 // A full ring (a stalled listener) is the only reason to wait, with a deadline.
-                let full = match publisher.try_loan(8) {
-                    Ok(mut loan) => {
-                        loan.copy_from_slice(&ts.to_ne_bytes());
-                        loan.publish();
-                        false
-                    }
-                    Err(shmcast::LoanError::Full) => true,
-                    Err(e) => return Err(failed("shmcast loan")(e)),
-                };
-                if full {
-                    let mut loan = publisher
-                        .loan_timeout(8, STALL)
-                        .map_err(failed("shmcast loan"))?;
-                    loan.copy_from_slice(&ts.to_ne_bytes());
-                    loan.publish();
-                }
+                let mut loan = publisher
+                    .loan_timeout(8, STALL)
+                    .map_err(failed("shmcast loan"))?;
+                loan.copy_from_slice(&ts.to_ne_bytes());
+                loan.publish();
                 Ok(0)
             })?;
             let after = publisher.stats();

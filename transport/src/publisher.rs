@@ -347,28 +347,28 @@ impl Publisher {
     /// Lends a writable `len`-byte buffer inside the ring, waiting while gating subscribers hold
     /// the space (up to the stall bound, if configured, after which the slowest is demoted).
     pub fn loan(&mut self, len: usize) -> Result<Loan<'_>, LoanError> {
-        self.loan_until(len, Some(None))
+        self.loan_until(len, Wait::Forever)
     }
 
     /// Like [`loan`](Self::loan), but gives up with [`LoanError::Timeout`] after `timeout`.
     pub fn loan_timeout(&mut self, len: usize, timeout: Duration) -> Result<Loan<'_>, LoanError> {
-        self.loan_until(len, Some(Instant::now().checked_add(timeout)))
+        self.loan_until(len, Wait::For(timeout))
     }
 
     /// Like [`loan`](Self::loan), but never waits: a full ring is [`LoanError::Full`].
     pub fn try_loan(&mut self, len: usize) -> Result<Loan<'_>, LoanError> {
-        self.loan_until(len, None)
+        self.loan_until(len, Wait::Never)
     }
 
-    /// `wait`: `None` never waits; `Some(None)` waits without a deadline; `Some(Some(t))` until t.
-    fn loan_until(
-        &mut self,
-        len: usize,
-        wait: Option<Option<Instant>>,
-    ) -> Result<Loan<'_>, LoanError> {
+    /// Reserves `len` bytes, waiting for space as `wait` says. Deadlines count from the moment
+    /// the ring is first found full, which is the call itself up to one reservation attempt.
+    fn loan_until(&mut self, len: usize, wait: Wait) -> Result<Loan<'_>, LoanError> {
         let shared: &Shared = &self.shared;
         let mut guard = shared.lock();
-        let mut stalled_since = Instant::now();
+        // The clock is read only once the ring is found full: a loan that fits at once (the
+        // common case) makes no clock read.
+        let mut stalled_since: Option<Instant> = None;
+        let mut deadline: Option<Option<Instant>> = None;
         let mut tokens = [0u64; 16];
         loop {
             let err = match guard.try_reserve(len) {
@@ -392,19 +392,24 @@ impl Publisher {
                 ReserveError::Closed => unreachable!("publisher closed while borrowed"),
                 ReserveError::Full { .. } => {}
             }
-            let Some(deadline) = wait else {
+            if wait == Wait::Never {
                 return Err(LoanError::Full);
-            };
+            }
             let now = Instant::now();
+            let deadline = *deadline.get_or_insert(match wait {
+                Wait::For(timeout) => now.checked_add(timeout),
+                _ => None,
+            });
             if deadline.is_some_and(|d| now >= d) {
                 return Err(LoanError::Timeout);
             }
-            let stall_at = self.stall_bound.map(|b| stalled_since + b);
+            let since = *stalled_since.get_or_insert(now);
+            let stall_at = self.stall_bound.map(|b| since + b);
             if stall_at.is_some_and(|t| now >= t) {
                 if let Some(id) = guard.slowest_gating() {
                     demote(shared, &mut guard, id);
                 }
-                stalled_since = now;
+                stalled_since = Some(now);
                 continue;
             }
             // Cannot fail: try_reserve accepted `len`.
@@ -480,6 +485,14 @@ impl Publisher {
             subscribers: w.subscribers().collect(),
         }
     }
+}
+
+/// How long a loan waits for space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wait {
+    Never,
+    Forever,
+    For(Duration),
 }
 
 /// Demotes `id` and wakes it so a parked subscriber learns of it.

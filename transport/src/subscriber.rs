@@ -305,11 +305,7 @@ impl Subscriber {
 
     /// Receives the next message, waiting at most `timeout`.
     pub fn recv_timeout(&mut self, timeout: Duration) -> Result<Sample<'_>, RecvError> {
-        self.recv_until(Some(
-            Instant::now()
-                .checked_add(timeout)
-                .unwrap_or_else(far_future),
-        ))
+        self.recv_until(Some(timeout))
     }
 
     /// Receives the next message if one is ready; [`RecvError::Empty`] otherwise. On `Empty`
@@ -358,15 +354,17 @@ impl Subscriber {
         buf: &mut Vec<u8>,
         timeout: Option<Duration>,
     ) -> Result<u64, RecvError> {
-        let deadline = timeout.map(|t| Instant::now().checked_add(t).unwrap_or_else(far_future));
-        let sample = self.recv_until(deadline)?;
+        let sample = self.recv_until(timeout)?;
         buf.clear();
         buf.extend_from_slice(&sample);
         Ok(sample.seq())
     }
 
-    fn recv_until(&mut self, deadline: Option<Instant>) -> Result<Sample<'_>, RecvError> {
+    /// Receives, waiting at most `timeout` (`None`: without limit). The deadline counts from the
+    /// first look that finds nothing, so a receive that finds a message reads no clock.
+    fn recv_until(&mut self, timeout: Option<Duration>) -> Result<Sample<'_>, RecvError> {
         let mut fruitless = 0u32;
+        let mut deadline: Option<Instant> = None;
         loop {
             if let Some(got) = self.next()? {
                 return Ok(self.sample(got));
@@ -377,11 +375,16 @@ impl Subscriber {
                     return Ok(self.sample(got));
                 }
             }
-            let timeout = match deadline {
-                Some(d) => match d.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => left.min(crate::PARK_RECHECK),
-                    _ => return Err(RecvError::Timeout),
-                },
+            let timeout = match timeout {
+                Some(t) => {
+                    let now = Instant::now();
+                    let d = *deadline
+                        .get_or_insert_with(|| now.checked_add(t).unwrap_or_else(far_future));
+                    match d.checked_duration_since(now) {
+                        Some(left) if !left.is_zero() => left.min(crate::PARK_RECHECK),
+                        _ => return Err(RecvError::Timeout),
+                    }
+                }
                 None => crate::PARK_RECHECK,
             };
             // Sleep on the ring's wake word: one FUTEX_WAKE from the publisher wakes every
