@@ -366,9 +366,10 @@ impl Publisher {
         let shared: &Shared = &self.shared;
         let mut guard = shared.lock();
         // The clock is read only once the ring is found full: a loan that fits at once (the
-        // common case) makes no clock read.
+        // common case) makes no clock read. The wait and the stall count from then; a demotion
+        // restarts the stall.
+        let mut first_full: Option<Instant> = None;
         let mut stalled_since: Option<Instant> = None;
-        let mut deadline: Option<Option<Instant>> = None;
         let mut tokens = [0u64; 16];
         loop {
             let err = match guard.try_reserve(len) {
@@ -396,15 +397,15 @@ impl Publisher {
                 return Err(LoanError::Full);
             }
             let now = Instant::now();
-            let deadline = *deadline.get_or_insert(match wait {
-                Wait::For(timeout) => now.checked_add(timeout),
+            let first = *first_full.get_or_insert(now);
+            let deadline = match wait {
+                Wait::For(timeout) => first.checked_add(timeout),
                 _ => None,
-            });
+            };
             if deadline.is_some_and(|d| now >= d) {
                 return Err(LoanError::Timeout);
             }
-            let since = *stalled_since.get_or_insert(now);
-            let stall_at = self.stall_bound.map(|b| since + b);
+            let stall_at = self.stall_bound.map(|b| stalled_since.unwrap_or(first) + b);
             if stall_at.is_some_and(|t| now >= t) {
                 if let Some(id) = guard.slowest_gating() {
                     demote(shared, &mut guard, id);
