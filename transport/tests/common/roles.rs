@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 /// told of a demotion at most once) and expected is a count or `any` (the parent checks the
 /// summary). Receives until disconnected, checking every message, every
 /// gap and its own descriptors; prints `ready` once connected, `demoted after N` and
-/// `lagged N` as they happen, and `summary received=… lagged=… lag_events=… demoted=…` last.
+/// `lagged N` as they happen, and `summary received=… lagged=… lag_events=… demoted=…
+/// longest_wait_ms=…` last, the last field the longest a receive took to return a message.
 pub fn subscriber(args: &[String]) {
     let fds = FdGuard::new();
     let (topic, mode, max, expected) = (
@@ -25,9 +26,12 @@ pub fn subscriber(args: &[String]) {
     let (mut received, mut lagged, mut lag_events, mut next) = (0u64, 0u64, 0u64, 0u64);
     let mut demoted = false;
     let mut scratch = Vec::new();
+    let mut longest_wait = Duration::ZERO;
     loop {
+        let asked = Instant::now();
         let error = match sub.recv_timeout(Duration::from_secs(60)) {
             Ok(m) => {
+                longest_wait = longest_wait.max(asked.elapsed());
                 assert_eq!(
                     m.seq(),
                     next,
@@ -78,7 +82,9 @@ pub fn subscriber(args: &[String]) {
     drop(sub);
     fds.check();
     println!(
-        "summary received={received} lagged={lagged} lag_events={lag_events} demoted={demoted}"
+        "summary received={received} lagged={lagged} lag_events={lag_events} demoted={demoted} \
+         longest_wait_ms={}",
+        longest_wait.as_millis()
     );
 }
 
