@@ -11,7 +11,7 @@ use common::child::{self, WATCHDOG};
 use common::{FdGuard, message::message, roles};
 use shmcast::{Mode, Publisher};
 use shmcast_core::layout::{ControlBlock, RingHeader};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -28,7 +28,8 @@ const PUNCHED: &str = "punched its control block";
 const MOVED_BACK: &str = "moved its cursor back";
 /// The ring's capacity in bytes.
 const RING: u64 = 1 << 14;
-/// What the storming subscriber prints once its unread doorbells fill its socket's queue.
+/// What the storming subscriber prints once its unread doorbells fill its socket's queue and
+/// the publisher has taken doorbells carrying descriptors off its own.
 const QUEUE_FULL: &str = "doorbell queue full";
 
 fn topic(name: &str) -> String {
@@ -133,12 +134,15 @@ const ON_WAKEUPS: [&str; 3] = ["storm", "requeue", "withhold"];
 
 /// A lossy subscriber makes its own socket blocking, never reads its doorbells, keeps
 /// announcing "parked" (both kinds) so commits ring it or wake the futex, floods the publisher
-/// with doorbells and FUTEX_WAKEs the ring's wake word in a loop. Publishing goes on until the
-/// hostile sees its doorbell queue full (the kernel refuses further doorbells): the publisher's
-/// sends never block (each doorbell is MSG_DONTWAIT on the publisher's own end) and the good
-/// subscriber receives every message in order.
+/// with doorbells (every fourth carrying two descriptors) and FUTEX_WAKEs the ring's wake word in
+/// a loop. Publishing goes on until the hostile sees its doorbell queue full (the kernel refuses
+/// further doorbells) and the publisher has drained doorbells carrying descriptors: the
+/// publisher's sends never block (each doorbell is MSG_DONTWAIT on the publisher's own end), it
+/// closes every descriptor that arrived, and the good subscriber receives every message in order.
 #[test]
 fn doorbell_and_parked_storms_never_block_the_publisher() {
+    // `publish_under_attack` checks that the publisher's process ends with the descriptors it
+    // started with: every descriptor that arrived with a doorbell was closed.
     let stats = publish_under_attack(&topic("storm"), "storm", FLAT_OUT, |_, hostile| {
         hostile.printed(QUEUE_FULL)
     });
@@ -405,6 +409,7 @@ fn role_hostile(args: &[String]) {
     }
     let queue_limit = queue_limit();
     let mut full = false;
+    let mut with_fds = 0u64;
     // Where requeued sleepers wait: nobody ever wakes this word.
     let own = AtomicU32::new(0);
     let mut requeued = false;
@@ -418,14 +423,32 @@ fn role_hostile(args: &[String]) {
                 unsafe {
                     libc::syscall(libc::SYS_futex, wake.as_ptr(), libc::FUTEX_WAKE, i32::MAX);
                 }
-                // SAFETY: a one-byte non-blocking send on our own socket.
-                unsafe {
-                    libc::send(
-                        sock.as_raw_fd(),
-                        b"x".as_ptr().cast(),
-                        1,
-                        libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-                    );
+                if rounds % 4 == 0 {
+                    // A doorbell carrying two descriptors (copies of the ring's), which the
+                    // publisher must close when it drains them.
+                    let ring = fds[0].as_fd();
+                    match shmcast::__test_support::try_send_fds(sock.as_fd(), &[ring, ring]) {
+                        Ok(sent) => with_fds += u64::from(sent),
+                        // The publisher has gone (closed with our packets unread, or not);
+                        // the test is about to kill us.
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                std::io::ErrorKind::BrokenPipe
+                                    | std::io::ErrorKind::ConnectionReset
+                            ) => {}
+                        Err(e) => panic!("doorbell with descriptors: {e}"),
+                    }
+                } else {
+                    // SAFETY: a one-byte non-blocking send on our own socket.
+                    unsafe {
+                        libc::send(
+                            sock.as_raw_fd(),
+                            b"x".as_ptr().cast(),
+                            1,
+                            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                        );
+                    }
                 }
             }
             "withhold" => {
@@ -500,10 +523,13 @@ fn role_hostile(args: &[String]) {
                 // SAFETY: FIONREAD writes one int, the bytes queued on our socket.
                 let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::FIONREAD, &mut queued) };
                 assert_eq!(rc, 0, "FIONREAD");
-                // Each doorbell is one byte.
-                if queued >= queue_limit {
+                // Each doorbell is one byte. The publisher's end queues at most `queue_limit`
+                // of ours: beyond twice that, it has taken some carrying descriptors.
+                if queued >= queue_limit && with_fds > 2 * queue_limit as u64 {
                     full = true;
-                    println!("{QUEUE_FULL}: {queued} doorbells unread");
+                    println!(
+                        "{QUEUE_FULL}: {queued} doorbells unread, {with_fds} sent with descriptors"
+                    );
                 }
             }
             std::thread::yield_now();
