@@ -286,9 +286,21 @@ typedef struct shmcast_subscriber_options {
      */
     uint32_t spin;
     /**
+     * Which publishers to trust, checked against the credentials of the process serving the
+     * socket before anything is sent to it: `SHMCAST_ADMIT_SAME_UID` (default: our own uid),
+     * `SHMCAST_ADMIT_UIDS` (our own and `publisher_uid`) or `SHMCAST_ADMIT_ANY_UID`. Another
+     * publisher is `SHMCAST_EREFUSED`. A named topic lies in our private directory; a socket
+     * path may lie where others can bind.
+     */
+    int32_t publisher_admission;
+    /**
+     * With `SHMCAST_ADMIT_UIDS`: the publisher uid trusted besides our own.
+     */
+    uint32_t publisher_uid;
+    /**
      * Reserved for future options: zeroed by the `_init` function, must stay zero.
      */
-    uint64_t reserved[8];
+    uint64_t reserved[7];
 } shmcast_subscriber_options;
 
 /**

@@ -166,7 +166,9 @@ impl From<ConnectError> for Failure {
         let code = match &e {
             ConnectError::Topic(_) => SHMCAST_ETOPIC,
             ConnectError::NoPublisher(_) => SHMCAST_ENOPUBLISHER,
-            ConnectError::Refused { .. } => SHMCAST_EREFUSED,
+            ConnectError::Refused { .. } | ConnectError::UntrustedPublisher { .. } => {
+                SHMCAST_EREFUSED
+            }
             ConnectError::HandshakeTimeout => SHMCAST_ETIMEDOUT,
             ConnectError::Protocol(_) | ConnectError::Layout(_) => SHMCAST_EPROTOCOL,
             ConnectError::Io(_) => SHMCAST_EIO,

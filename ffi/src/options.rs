@@ -109,8 +109,16 @@ pub struct shmcast_subscriber_options {
     /// How many times a waiting receive polls before it blocks. Default 0. Only worth it with
     /// fewer spinning subscribers than idle cores.
     pub spin: u32,
+    /// Which publishers to trust, checked against the credentials of the process serving the
+    /// socket before anything is sent to it: `SHMCAST_ADMIT_SAME_UID` (default: our own uid),
+    /// `SHMCAST_ADMIT_UIDS` (our own and `publisher_uid`) or `SHMCAST_ADMIT_ANY_UID`. Another
+    /// publisher is `SHMCAST_EREFUSED`. A named topic lies in our private directory; a socket
+    /// path may lie where others can bind.
+    pub publisher_admission: i32,
+    /// With `SHMCAST_ADMIT_UIDS`: the publisher uid trusted besides our own.
+    pub publisher_uid: u32,
     /// Reserved for future options: zeroed by the `_init` function, must stay zero.
-    pub reserved: [u64; 8],
+    pub reserved: [u64; 7],
 }
 
 impl Default for shmcast_subscriber_options {
@@ -122,7 +130,9 @@ impl Default for shmcast_subscriber_options {
             connect_timeout_ms: 0,
             handshake_timeout_ms: 5000,
             spin: 0,
-            reserved: [0; 8],
+            publisher_admission: SHMCAST_ADMIT_SAME_UID,
+            publisher_uid: 0,
+            reserved: [0; 7],
         }
     }
 }
@@ -226,10 +236,21 @@ pub(crate) fn subscriber_builder(
     if o.handshake_timeout_ms == 0 {
         return Err(Failure::invalid("handshake_timeout_ms must be at least 1"));
     }
+    let publisher = match o.publisher_admission {
+        SHMCAST_ADMIT_SAME_UID => Admission::SameUid,
+        SHMCAST_ADMIT_UIDS => Admission::Uids(vec![o.publisher_uid]),
+        SHMCAST_ADMIT_ANY_UID => Admission::AnyUid,
+        other => {
+            return Err(Failure::invalid(format_args!(
+                "unknown publisher_admission {other}"
+            )));
+        }
+    };
     let mut b = SubscriberBuilder::new(topic)
         .mode(mode)
         .start(start)
         .spin(o.spin)
+        .publisher(publisher)
         .handshake_timeout(Duration::from_millis(o.handshake_timeout_ms.into()));
     match o.connect_timeout_ms {
         0 => {}

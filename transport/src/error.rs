@@ -163,6 +163,15 @@ pub enum ConnectError {
         /// Why, as the publisher said it.
         reason: String,
     },
+    /// The process serving the socket runs as a uid that
+    /// [`SubscriberBuilder::publisher`](crate::SubscriberBuilder::publisher) does not trust.
+    /// Nothing was sent to it or taken from it.
+    UntrustedPublisher {
+        /// The socket.
+        path: PathBuf,
+        /// Its peer's uid.
+        uid: u32,
+    },
     /// The publisher did not answer the handshake in time.
     HandshakeTimeout,
     /// The publisher's reply broke the protocol.
@@ -181,6 +190,11 @@ impl fmt::Display for ConnectError {
             ConnectError::Refused { reason } => {
                 write!(f, "publisher refused the connection: {reason}")
             }
+            ConnectError::UntrustedPublisher { path, uid } => write!(
+                f,
+                "the publisher on {} runs as uid {uid}, which this subscriber does not trust",
+                path.display()
+            ),
             ConnectError::HandshakeTimeout => {
                 f.write_str("publisher did not complete the handshake in time")
             }

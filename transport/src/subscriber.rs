@@ -31,6 +31,7 @@
 
 use crate::error::{ConnectError, PodError, RecvError};
 use crate::handshake::{self, Hello, Reply};
+use crate::publisher::Admission;
 use crate::shm;
 use crate::sys::{self, RecvFdsError};
 use crate::topic;
@@ -54,11 +55,12 @@ pub struct SubscriberBuilder {
     spin: u32,
     connect_timeout: Option<Duration>,
     handshake_timeout: Duration,
+    publisher: Admission,
 }
 
 impl SubscriberBuilder {
     /// Defaults: gating, start at the newest message, no spinning, fail at once if no publisher
-    /// exists, 5 s handshake timeout.
+    /// exists, 5 s handshake timeout, trust only a publisher of our own uid.
     pub fn new(topic: impl Into<String>) -> Self {
         SubscriberBuilder {
             topic: topic.into(),
@@ -67,6 +69,7 @@ impl SubscriberBuilder {
             spin: 0,
             connect_timeout: None,
             handshake_timeout: Duration::from_secs(5),
+            publisher: Admission::SameUid,
         }
     }
 
@@ -103,6 +106,27 @@ impl SubscriberBuilder {
     /// How long the publisher may take to answer.
     pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
         self.handshake_timeout = timeout;
+        self
+    }
+
+    /// Which publishers to trust: the uid of the process serving the socket (`SO_PEERCRED`) is
+    /// checked right after connecting, before anything is sent or received, and any other uid
+    /// is [`ConnectError::UntrustedPublisher`]. Default [`Admission::SameUid`]: our own uid.
+    ///
+    /// A named topic lives in our own private directory, so only a process of our uid (or root)
+    /// can serve it; a topic given as a path can lie in a directory that others may write, where
+    /// anyone could have bound the socket. Trust a service account's publisher by its uid:
+    ///
+    /// ```no_run
+    /// use shmcast::{Admission, Subscriber};
+    ///
+    /// let sub = Subscriber::builder("/run/sensors/imu.sock")
+    ///     .publisher(Admission::Uids(vec![998]))
+    ///     .connect()?;
+    /// # Ok::<(), shmcast::ConnectError>(())
+    /// ```
+    pub fn publisher(mut self, trusted: Admission) -> Self {
+        self.publisher = trusted;
         self
     }
 
@@ -207,6 +231,12 @@ impl Subscriber {
                 Err(e) => return Err(e.into()),
             }
         };
+
+        // Whoever bound the socket: an explicit path may lie where others can bind.
+        let uid = sys::peer_cred(sock.as_fd())?.uid;
+        if !b.publisher.admits(uid) {
+            return Err(ConnectError::UntrustedPublisher { path, uid });
+        }
 
         // A publisher that refuses us at once (credentials, overload) may already have closed
         // the connection: its refusal is still queued, so read the reply even if sending failed.

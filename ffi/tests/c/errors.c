@@ -114,6 +114,9 @@ static void bad_arguments(const char *prefix) {
     shmcast_subscriber_options_init(&sopts);
     sopts.connect_timeout_ms = -2;
     EXPECT(shmcast_subscriber_connect(topic(prefix, "x"), &sopts, &sub), SHMCAST_EINVAL);
+    shmcast_subscriber_options_init(&sopts);
+    sopts.publisher_admission = 9;
+    EXPECT(shmcast_subscriber_connect(topic(prefix, "x"), &sopts, &sub), SHMCAST_EINVAL);
     EXPECT(shmcast_subscriber_connect("bad name!", NULL, &sub), SHMCAST_ETOPIC);
 
     /* Null handles everywhere. */
