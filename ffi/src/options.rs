@@ -155,6 +155,21 @@ fn check_stamp(abi_version: u32, reserved: &[u64], what: &str) -> Result<(), Fai
     Ok(())
 }
 
+/// The `Admission` a `SHMCAST_ADMIT_*` code in option `field` names; `uids` gives the list of
+/// `SHMCAST_ADMIT_UIDS`.
+fn admission(
+    code: i32,
+    field: &str,
+    uids: impl FnOnce() -> Result<Vec<u32>, Failure>,
+) -> Result<Admission, Failure> {
+    match code {
+        SHMCAST_ADMIT_SAME_UID => Ok(Admission::SameUid),
+        SHMCAST_ADMIT_ANY_UID => Ok(Admission::AnyUid),
+        SHMCAST_ADMIT_UIDS => Ok(Admission::Uids(uids()?)),
+        other => Err(Failure::invalid(format_args!("unknown {field} {other}"))),
+    }
+}
+
 /// The builder for `topic` with the caller's options (`None`: the defaults).
 ///
 /// # Safety
@@ -167,22 +182,16 @@ pub(crate) unsafe fn publisher_builder(
 ) -> Result<PublisherBuilder, Failure> {
     let o = opts.copied().unwrap_or_default();
     check_stamp(o.abi_version, &o.reserved, "shmcast_publisher")?;
-    let admission = match o.admission {
-        SHMCAST_ADMIT_SAME_UID => Admission::SameUid,
-        SHMCAST_ADMIT_ANY_UID => Admission::AnyUid,
-        SHMCAST_ADMIT_UIDS => {
-            let uids = if o.admit_uid_count == 0 {
-                Vec::new()
-            } else if o.admit_uids.is_null() {
-                return Err(Failure::null("opts->admit_uids"));
-            } else {
-                // SAFETY: non-null, and the caller promises `admit_uid_count` readable u32s.
-                unsafe { std::slice::from_raw_parts(o.admit_uids, o.admit_uid_count) }.to_vec()
-            };
-            Admission::Uids(uids)
+    let admission = admission(o.admission, "admission", || {
+        if o.admit_uid_count == 0 {
+            Ok(Vec::new())
+        } else if o.admit_uids.is_null() {
+            Err(Failure::null("opts->admit_uids"))
+        } else {
+            // SAFETY: non-null, and the caller promises `admit_uid_count` readable u32s.
+            Ok(unsafe { std::slice::from_raw_parts(o.admit_uids, o.admit_uid_count) }.to_vec())
         }
-        other => return Err(Failure::invalid(format_args!("unknown admission {other}"))),
-    };
+    })?;
     let stall_bound = match o.stall_bound_ms {
         -1 => None,
         ms if ms >= 0 => Some(Duration::from_millis(ms as u64)),
@@ -236,16 +245,9 @@ pub(crate) fn subscriber_builder(
     if o.handshake_timeout_ms == 0 {
         return Err(Failure::invalid("handshake_timeout_ms must be at least 1"));
     }
-    let publisher = match o.publisher_admission {
-        SHMCAST_ADMIT_SAME_UID => Admission::SameUid,
-        SHMCAST_ADMIT_UIDS => Admission::Uids(vec![o.publisher_uid]),
-        SHMCAST_ADMIT_ANY_UID => Admission::AnyUid,
-        other => {
-            return Err(Failure::invalid(format_args!(
-                "unknown publisher_admission {other}"
-            )));
-        }
-    };
+    let publisher = admission(o.publisher_admission, "publisher_admission", || {
+        Ok(vec![o.publisher_uid])
+    })?;
     let mut b = SubscriberBuilder::new(topic)
         .mode(mode)
         .start(start)

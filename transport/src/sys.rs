@@ -582,6 +582,29 @@ pub(crate) fn send_with_fds(
     bytes: &[u8],
     fds: &[BorrowedFd<'_>],
 ) -> io::Result<()> {
+    sendmsg_fds(sock, bytes, fds, SendFlags::NOSIGNAL)
+}
+
+/// [`send_with_fds`] with `MSG_DONTWAIT`, whatever the socket's own flags: `Ok(false)` when the
+/// peer's queue is full.
+pub(crate) fn try_send_with_fds(
+    sock: BorrowedFd<'_>,
+    bytes: &[u8],
+    fds: &[BorrowedFd<'_>],
+) -> io::Result<bool> {
+    match sendmsg_fds(sock, bytes, fds, SendFlags::NOSIGNAL | SendFlags::DONTWAIT) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+fn sendmsg_fds(
+    sock: BorrowedFd<'_>,
+    bytes: &[u8],
+    fds: &[BorrowedFd<'_>],
+    flags: SendFlags,
+) -> io::Result<()> {
     if fds.len() > MAX_FDS_PER_PACKET {
         return Err(io::ErrorKind::InvalidInput.into());
     }
@@ -592,7 +615,7 @@ pub(crate) fn send_with_fds(
     }
     let iov = [IoSlice::new(bytes)];
     send_whole(bytes.len(), || {
-        rustix::net::sendmsg(sock, &iov, &mut control, SendFlags::NOSIGNAL)
+        rustix::net::sendmsg(sock, &iov, &mut control, flags)
     })
 }
 

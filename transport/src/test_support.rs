@@ -170,24 +170,7 @@ pub fn try_send_fds(
     sock: std::os::fd::BorrowedFd<'_>,
     fds: &[std::os::fd::BorrowedFd<'_>],
 ) -> std::io::Result<bool> {
-    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
-    let mut space =
-        [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(sys::MAX_FDS_PER_PACKET))];
-    let mut control = SendAncillaryBuffer::new(&mut space);
-    if fds.len() > sys::MAX_FDS_PER_PACKET || !control.push(SendAncillaryMessage::ScmRights(fds)) {
-        return Err(std::io::ErrorKind::InvalidInput.into());
-    }
-    let iov = [std::io::IoSlice::new(b"x")];
-    match rustix::net::sendmsg(
-        sock,
-        &iov,
-        &mut control,
-        SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
-    ) {
-        Ok(_) => Ok(true),
-        Err(rustix::io::Errno::AGAIN) => Ok(false),
-        Err(e) => Err(e.into()),
-    }
+    sys::try_send_with_fds(sock, b"x", fds)
 }
 
 // The publisher's side of the handshake, played by hand (the hostile-publisher tests).

@@ -10,7 +10,12 @@
 //! ends with this process's descriptor count back where it started, so the tests take one lock:
 //! the count is process-wide. A watchdog aborts a test that hangs.
 
+#[allow(dead_code)]
+#[path = "common/rng.rs"]
+mod rng;
+
 use memmap2::{MmapOptions, MmapRaw};
+use rng::Rng;
 use rustix::fs::{MemfdFlags, SealFlags};
 use shmcast::__test_support::{encode_welcome, serve_one};
 use shmcast::{ConnectError, FrameError, Mode, RecvError, Start, Subscriber};
@@ -625,7 +630,7 @@ fn wrong_control_blocks_are_refused() {
             layout(with_cb(cb.fd()))
         };
         assert_eq!(garbage(&|_| {}), LayoutError::BadMagic(0));
-        let mut rng = Rng::new(7);
+        let mut rng = Rng(7);
         let words: Vec<u64> = (0..CONTROL_BLOCK_LEN / 8).map(|_| rng.next() | 1).collect();
         let e = garbage(&|cb| {
             for (i, w) in words.iter().enumerate() {
@@ -1403,26 +1408,6 @@ fn a_publisher_that_never_takes_its_doorbells_does_not_block_the_subscriber() {
 // ---------------------------------------------------------------------------------------------
 // A thread scribbling over the whole ring while a subscriber reads.
 
-/// xorshift64*: reproducible from the printed seed.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// How the receives went, by kind.
 #[derive(Debug, Default)]
 struct Tally {
@@ -1662,7 +1647,8 @@ fn scribble_while_receiving(
         writer,
         ring: &ring,
         cb: &cb,
-        rng: Rng::new(seed),
+        // Never zero: xorshift would stay there.
+        rng: Rng(seed | 1),
         full: 0,
         sent: 0,
         damage: 0,

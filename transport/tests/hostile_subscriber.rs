@@ -182,10 +182,9 @@ fn a_subscriber_punching_holes_in_its_control_block_loses_others_nothing() {
 /// goes on until the hostile has moved its cursor back 1000 times.
 #[test]
 fn a_subscriber_moving_its_cursor_backwards_loses_others_nothing() {
-    let stats = publish_under_attack(&topic("backwards"), "backwards", FLAT_OUT, |_, hostile| {
+    publish_under_attack(&topic("backwards"), "backwards", FLAT_OUT, |_, hostile| {
         hostile.printed(MOVED_BACK)
     });
-    println!("backwards: {stats:?}");
 }
 
 /// A process floods the topic socket: hundreds of connections that never speak, oversized and
@@ -429,14 +428,8 @@ fn role_hostile(args: &[String]) {
                     let ring = fds[0].as_fd();
                     match shmcast::__test_support::try_send_fds(sock.as_fd(), &[ring, ring]) {
                         Ok(sent) => with_fds += u64::from(sent),
-                        // The publisher has gone (closed with our packets unread, or not);
-                        // the test is about to kill us.
-                        Err(e)
-                            if matches!(
-                                e.kind(),
-                                std::io::ErrorKind::BrokenPipe
-                                    | std::io::ErrorKind::ConnectionReset
-                            ) => {}
+                        // The publisher has gone; the test is about to kill us.
+                        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
                         Err(e) => panic!("doorbell with descriptors: {e}"),
                     }
                 } else {
