@@ -902,7 +902,7 @@ fn window(elapsed: Duration, total: Duration) -> Window {
 }
 
 fn fd_count() -> Result<usize> {
-    shmcast::open_fd_count().map_err(sys("counting open descriptors"))
+    shmcast::test_support::open_fd_count().map_err(sys("counting open descriptors"))
 }
 
 fn sleep_until(t: Instant) {

@@ -72,13 +72,5 @@ pub(crate) const STUCK_SPINS: u32 = 64;
 /// The nap of a receive stuck on a ring that does not progress; a hang-up ends it at once.
 pub(crate) const STUCK_NAP: std::time::Duration = std::time::Duration::from_millis(1);
 
-/// Test support: counts this process's open descriptors (for leak checks).
-#[doc(hidden)]
-pub fn open_fd_count() -> std::io::Result<usize> {
-    sys::fd_count()
-}
-
-/// Support for the crate's own tests and fuzz targets. Not part of the API.
-#[doc(hidden)]
-#[path = "test_support.rs"]
-pub mod __test_support;
+#[cfg(feature = "test-support")]
+pub mod test_support;

@@ -1,4 +1,5 @@
-//! Support for the crate's own tests and fuzz targets, not part of the API: a raw handshake
+//! Support for the crate's own tests and fuzz targets (the `test-support` feature; not part of
+//! the stable API): a count of open descriptors for leak checks, a raw handshake
 //! that keeps the descriptors a subscriber receives (so a test can try to misuse them), a
 //! publisher that serves one hand-made reply, and checkers of what the decoders and the writer
 //! promise whatever their input, shared by property tests and fuzz targets.
@@ -7,6 +8,11 @@ use crate::handshake::{self, Hello, RefuseCode, Reply};
 use crate::sys;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
+
+/// Counts this process's open descriptors (for leak checks).
+pub fn open_fd_count() -> std::io::Result<usize> {
+    sys::fd_count()
+}
 
 /// Connects to `path`, asks as a lossy subscriber and returns the descriptors of the
 /// welcome (ring, control block) and the socket, or the publisher's refusal text.

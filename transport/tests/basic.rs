@@ -306,7 +306,7 @@ fn wake_syscalls_per_commit() {
 #[test]
 fn silent_and_garbage_clients_do_not_delay_others() {
     let fds = FdGuard::new();
-    use shmcast::__test_support::{raw_connect, raw_send};
+    use shmcast::test_support::{raw_connect, raw_send};
     let t = topic("silent");
     let mut publisher = Publisher::builder(&t)
         .handshake_timeout(Duration::from_millis(200))

@@ -3,13 +3,13 @@
 //! values, sequence numbers, counters, the publisher's own line), drains of an honest reader and
 //! waits for space. Whatever the hostile blocks hold, the writer neither panics nor overflows,
 //! the honest reader receives every message in order and intact and stays gating
-//! (`shmcast::__test_support::check_hostile_control_blocks`, shared with the fuzz target
+//! (`shmcast::test_support::check_hostile_control_blocks`, shared with the fuzz target
 //! `control_blocks`).
 
 mod common;
 
 use common::rng::Rng;
-use shmcast::__test_support::check_hostile_control_blocks as check;
+use shmcast::test_support::check_hostile_control_blocks as check;
 
 fn programs() -> u64 {
     std::env::var("SHMCAST_CONTROL_BLOCK_PROGRAMS")

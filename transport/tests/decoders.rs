@@ -6,7 +6,7 @@
 mod common;
 
 use common::rng::Rng;
-use shmcast::__test_support::{
+use shmcast::test_support::{
     check_decoders as check, decode_hello, decode_reply, sample_hellos, sample_replies,
 };
 

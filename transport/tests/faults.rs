@@ -67,7 +67,7 @@ fn role_hold(args: &[String]) {
 
 /// args: socket path. Connects and never says a word.
 fn role_silent(args: &[String]) {
-    let _sock = shmcast::__test_support::raw_connect(std::path::Path::new(&args[0])).unwrap();
+    let _sock = shmcast::test_support::raw_connect(std::path::Path::new(&args[0])).unwrap();
     println!("connected");
     std::thread::sleep(Duration::from_secs(3600));
 }

@@ -17,7 +17,7 @@ mod rng;
 use memmap2::{MmapOptions, MmapRaw};
 use rng::Rng;
 use rustix::fs::{MemfdFlags, SealFlags};
-use shmcast::__test_support::{encode_welcome, serve_one};
+use shmcast::test_support::{encode_welcome, serve_one};
 use shmcast::{ConnectError, FrameError, Mode, RecvError, Start, Subscriber};
 use shmcast_core::frame::{FRAME_TAG, Kind};
 use shmcast_core::layout::{
@@ -301,9 +301,9 @@ fn hostile(name: &str, body: impl FnOnce(&Scene)) {
         dir,
         sockets: AtomicU32::new(0),
     };
-    let before = shmcast::open_fd_count().unwrap();
+    let before = shmcast::test_support::open_fd_count().unwrap();
     body(&scene);
-    let after = shmcast::open_fd_count().unwrap();
+    let after = shmcast::test_support::open_fd_count().unwrap();
     assert_eq!(after, before, "{name}: descriptors left open");
 }
 

@@ -243,7 +243,7 @@ fn a_subscriber_withholding_its_space_doorbell_only_delays_the_publisher() {
 /// and admits a good subscriber once the flood has left.
 #[test]
 fn admitted_connections_never_take_the_publishers_descriptor_reserve() {
-    use shmcast::__test_support::raw_handshake;
+    use shmcast::test_support::raw_handshake;
     let fds = FdGuard::new();
     let t = topic("reserve");
     let mut publisher = child::spawn("few-descriptors", std::slice::from_ref(&t));
@@ -371,7 +371,7 @@ fn role_hostile(args: &[String]) {
     } else {
         Mode::Lossy
     };
-    let (fds, sock) = shmcast::__test_support::raw_handshake_as(path, mode)
+    let (fds, sock) = shmcast::test_support::raw_handshake_as(path, mode)
         .unwrap()
         .expect("admitted");
     let ring_len = std::fs::File::from(fds[0].try_clone().unwrap())
@@ -426,7 +426,7 @@ fn role_hostile(args: &[String]) {
                     // A doorbell carrying two descriptors (copies of the ring's), which the
                     // publisher must close when it drains them.
                     let ring = fds[0].as_fd();
-                    match shmcast::__test_support::try_send_fds(sock.as_fd(), &[ring, ring]) {
+                    match shmcast::test_support::try_send_fds(sock.as_fd(), &[ring, ring]) {
                         Ok(sent) => with_fds += u64::from(sent),
                         // The publisher has gone; the test is about to kill us.
                         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}

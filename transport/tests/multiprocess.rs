@@ -50,7 +50,7 @@ fn role_other_uid(args: &[String]) {
     let rc = unsafe { libc::setuid(65534) };
     assert_eq!(rc, 0, "setuid");
     let path = std::path::Path::new(&args[0]);
-    match shmcast::__test_support::raw_handshake(path) {
+    match shmcast::test_support::raw_handshake(path) {
         Ok(Err(refusal)) => println!("refused: {refusal}"),
         Ok(Ok(_)) => panic!("a foreign uid received descriptors"),
         Err(e) => panic!("connect: {e}"),
@@ -91,7 +91,7 @@ fn role_other_uid_publisher(args: &[String]) {
 /// args: path. Receives the ring as a subscriber and tries every way to write it.
 fn role_hostile_writer(args: &[String]) {
     use std::os::fd::AsRawFd;
-    let (fds, _sock) = shmcast::__test_support::raw_handshake(std::path::Path::new(&args[0]))
+    let (fds, _sock) = shmcast::test_support::raw_handshake(std::path::Path::new(&args[0]))
         .unwrap()
         .unwrap();
     let ring = &fds[0];

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shmcast::__test_support::check_hostile_control_blocks;
+use shmcast::test_support::check_hostile_control_blocks;
 
 fuzz_target!(|program: &[u8]| {
     check_hostile_control_blocks(program);

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shmcast::__test_support::check_decoders;
+use shmcast::test_support::check_decoders;
 
 fuzz_target!(|p: &[u8]| {
     check_decoders(p);

@@ -3,7 +3,7 @@
 //! handshake packet, and mutates from there.
 
 use crate::input::{FrameInput, bytes_of, join_ring_input};
-use shmcast::__test_support::{sample_hellos, sample_replies};
+use shmcast::test_support::{sample_hellos, sample_replies};
 use shmcast_core::{CONTROL_BLOCK_LEN, Mode, Region, RingConfig, Start, Writer};
 use std::path::Path;
 use std::{fs, io};

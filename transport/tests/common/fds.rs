@@ -88,12 +88,12 @@ impl FdGuard {
     }
 
     /// Asserts that exactly the descriptors of `then` are open (same numbers, same targets, and
-    /// the same count by `shmcast::open_fd_count`), retrying for up to [`SETTLE`].
+    /// the same count by `shmcast::test_support::open_fd_count`), retrying for up to [`SETTLE`].
     pub fn expect(&self, then: &OpenFds, when: &str) {
         let start = Instant::now();
         loop {
             let now = OpenFds::now();
-            let count = shmcast::open_fd_count().expect("count open descriptors");
+            let count = shmcast::test_support::open_fd_count().expect("count open descriptors");
             if now == *then && count == then.len() {
                 return;
             }
