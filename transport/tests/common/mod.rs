@@ -1,13 +1,29 @@
-//! What every transport integration test shares: the descriptor-leak guard, child processes in
-//! roles, deterministic messages, and the roles more than one test binary starts.
+//! What the transport's integration tests share, one idea per module:
+//!
+//! - [`fds`]: the descriptor-leak guard every test holds, which also runs them one at a time;
+//! - [`child`]: child processes in roles, every wait on them bounded by a watchdog, and
+//!   [`roles`]: the roles more than one test binary starts;
+//! - [`watchdog`]: aborts a hung test that has no child process to bound its waits;
+//! - [`message`]: deterministic messages any process can rebuild and check; [`rng`]: a
+//!   deterministic generator of test input;
+//! - a hostile publisher played by hand: [`memfd`] (shared memory the test writes at will),
+//!   [`abi`] (where the words of the layout are), [`image`] (rings built by the real writer),
+//!   [`fake_publisher`] (serving them to the real subscriber) and [`expect`] (what the
+//!   subscriber must answer).
 // Each test binary uses a different part of this module.
 #![allow(dead_code)]
 
+pub mod abi;
 pub mod child;
+pub mod expect;
+pub mod fake_publisher;
 pub mod fds;
+pub mod image;
+pub mod memfd;
 pub mod message;
 pub mod rng;
 pub mod roles;
+pub mod watchdog;
 
 pub use fds::FdGuard;
 
