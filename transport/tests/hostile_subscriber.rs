@@ -1,33 +1,29 @@
-//! Hostile subscribers, each a real process holding what a subscriber really gets (the ring
-//! read-only, its control block read-write, its connection): whatever they do with it, the
-//! publisher keeps publishing and the other subscribers lose nothing.
+//! Hostile subscribers on shared memory and wakeups, each a real process holding what a
+//! subscriber really gets (the ring read-only, its control block read-write, its connection):
+//! whatever it writes, wakes, withholds or floods, the publisher keeps publishing and a good
+//! subscriber process loses nothing (`common::attack`). Attacks on the topic socket itself are
+//! `hostile_clients.rs`.
 //!
-//! Child processes come from `common::child`; every wait is bounded by its watchdog; nothing
-//! here asserts on time.
+//! Child processes come from `common::child`; every wait is bounded by its watchdog; the only
+//! bound on time is the delay an attack on wakeups may cause ([`DELAY_BOUND`]).
 
 mod common;
 
-use common::child::{self, WATCHDOG};
-use common::{FdGuard, message::message, roles};
-use shmcast::{Mode, Publisher};
-use shmcast_core::layout::{ControlBlock, RingHeader};
+use common::abi::{ctl, hdr};
+use common::attack::{self, Attacked, FLAT_OUT, RING};
+use common::{child, roles};
+use shmcast::Mode;
+use shmcast_core::CONTROL_BLOCK_LEN;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-const MESSAGES: u64 = 20_000;
-/// Largest message.
-const MAX: usize = 200;
 /// What the requeueing subscriber prints once it has moved a sleeper off the wake word.
 const REQUEUED: &str = "requeued";
-/// As many messages as fast as the good subscriber takes them.
-const FLAT_OUT: (u64, Duration) = (MESSAGES, Duration::ZERO);
 /// What the hole-punching subscriber prints once it has zeroed its control block 1000 times.
 const PUNCHED: &str = "punched its control block";
 /// What the subscriber moving its cursor backwards prints once it has done so 1000 times.
 const MOVED_BACK: &str = "moved its cursor back";
-/// The ring's capacity in bytes.
-const RING: u64 = 1 << 14;
 /// What the storming subscriber prints once its unread doorbells fill its socket's queue and
 /// the publisher has taken doorbells carrying descriptors off its own.
 const QUEUE_FULL: &str = "doorbell queue full";
@@ -36,81 +32,21 @@ fn topic(name: &str) -> String {
     format!("hostile-sub-{}-{name}", std::process::id())
 }
 
-/// Publishes at least `messages` messages with blocking loans, `pace` apart (a good gating
-/// subscriber process paces them too), while a hostile process runs `attack`, and goes on until
-/// `reached` holds: the attack demonstrably reached its target (so no scheduling can make the
-/// test pass without one). Under an attack on wakeups ([`ON_WAKEUPS`]) every loan of the
-/// publisher and every receive of the good subscriber must end within [`DELAY_BOUND`]. Returns
-/// the publisher's statistics.
+/// Publishes while a hostile subscriber process runs `attack` until `reached` holds (see
+/// [`attack::publish_under_attack`]). Under an attack on wakeups ([`ON_WAKEUPS`]) every loan of
+/// the publisher and every receive of the good subscriber must end within [`DELAY_BOUND`].
+/// Returns the publisher's statistics.
 fn publish_under_attack(
     topic: &str,
     attack: &str,
-    (messages, pace): (u64, Duration),
-    mut reached: impl FnMut(&Publisher, &mut child::Proc) -> bool,
+    rate: (u64, Duration),
+    reached: impl FnMut(&shmcast::Publisher, &mut child::Proc) -> bool,
 ) -> shmcast::PublisherStats {
-    let fds = FdGuard::new();
-    let mut publisher = Publisher::builder(topic).capacity(RING).bind().unwrap();
-    let path = publisher.path().to_str().unwrap().to_owned();
-    let mut good = child::spawn(
-        "subscriber",
-        &[path.clone(), "gating".into(), MAX.to_string(), "any".into()],
-    );
-    good.expect_line("ready");
-    let role = if attack == "clients" {
-        "clients"
-    } else {
-        "hostile"
-    };
-    let admitted = if attack == "clients" { 1 } else { 2 };
-    let mut hostile = child::spawn(role, &[path, attack.into()]);
-    hostile.expect_line("attacking");
-    common::until("the subscribers admitted", || {
-        publisher.subscriber_count() == admitted
-    });
-    let deadline = Instant::now() + WATCHDOG;
-    let mut proven = false;
-    let mut m = Vec::new();
-    let mut seq = 0;
-    let mut longest_loan = Duration::ZERO;
-    while seq < messages || !proven {
-        assert!(
-            Instant::now() < deadline,
-            "watchdog: the attack had not reached the publisher after {seq} messages: {:?}",
-            publisher.stats()
-        );
-        message(seq, MAX, &mut m);
-        // A loan that never comes back is the hang this test exists to catch.
-        let asked = Instant::now();
-        let mut loan = publisher
-            .loan_timeout(m.len(), WATCHDOG)
-            .unwrap_or_else(|e| panic!("message {seq}: {e}"));
-        longest_loan = longest_loan.max(asked.elapsed());
-        loan.copy_from_slice(&m);
-        loan.publish();
-        seq += 1;
-        if !pace.is_zero() {
-            std::thread::sleep(pace);
-        }
-        proven = proven || reached(&publisher, &mut hostile);
-    }
-    let stats = publisher.stats();
-    assert_eq!(stats.messages, seq);
-    drop(publisher);
-    let out = good.finish();
-    assert!(
-        out.contains(&format!("summary received={seq} lagged=0")),
-        "{seq} published: {out}"
-    );
-    // Still attacking when killed: nothing stopped it, and nothing it did stopped us.
-    hostile.kill();
-    fds.check();
-    let longest_wait = out
-        .split("longest_wait_ms=")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
-        .map(Duration::from_millis)
-        .unwrap_or_else(|| panic!("no longest wait in {out}"));
-    println!("{attack}: longest loan {longest_loan:?}, longest receive {longest_wait:?}");
+    let Attacked {
+        stats,
+        longest_loan,
+        longest_wait,
+    } = attack::publish_under_attack(topic, ("hostile", attack), 2, rate, reached);
     // Late, but within the recheck: no attack on wakeups turns a missed one into a hang. (The
     // others may hold the publisher back as any gating subscriber may, with no stall bound.)
     if ON_WAKEUPS.contains(&attack) {
@@ -187,19 +123,6 @@ fn a_subscriber_moving_its_cursor_backwards_loses_others_nothing() {
     });
 }
 
-/// A process floods the topic socket: hundreds of connections that never speak, oversized and
-/// truncated packets, garbage, descriptors, and connections opened and closed in a tight loop.
-/// The publisher refuses or drops each (and counts them), keeps publishing, and the good
-/// subscriber receives every message in order.
-#[test]
-fn socket_floods_are_refused_while_the_publisher_keeps_publishing() {
-    let stats = publish_under_attack(&topic("clients"), "clients", FLAT_OUT, |publisher, _| {
-        publisher.stats().refused >= 1
-    });
-    assert!(stats.refused >= 1, "{stats:?}");
-    assert_eq!(stats.admitted, 1, "only the good subscriber: {stats:?}");
-}
-
 /// A subscriber moves the sleepers of the ring's wake word onto a futex of its own
 /// (`FUTEX_CMP_REQUEUE` needs only read access) in a loop, while messages come a millisecond
 /// apart, so the good gating subscriber sleeps in `recv` before each. The publisher's wakes then
@@ -237,62 +160,6 @@ fn a_subscriber_withholding_its_space_doorbell_only_delays_the_publisher() {
     );
 }
 
-/// A same-uid process that opens admitted connections until it is refused cannot take the
-/// descriptors the publisher's program needs: a publisher process with a limit of 64 descriptors
-/// admits subscribers only up to its reserve, goes on opening files and publishing meanwhile,
-/// and admits a good subscriber once the flood has left.
-#[test]
-fn admitted_connections_never_take_the_publishers_descriptor_reserve() {
-    use shmcast::test_support::raw_handshake;
-    let fds = FdGuard::new();
-    let t = topic("reserve");
-    let mut publisher = child::spawn("few-descriptors", std::slice::from_ref(&t));
-    let line = publisher.expect_line("bound ");
-    let path = std::path::PathBuf::from(line[line.find("bound ").unwrap() + 6..].trim());
-    let mut flood = Vec::new();
-    let reason = loop {
-        assert!(
-            flood.len() < 64,
-            "64 subscribers admitted under a limit of 64 descriptors"
-        );
-        match raw_handshake(&path).unwrap() {
-            Ok(conn) => flood.push(conn),
-            Err(reason) => break reason,
-        }
-    };
-    assert!(reason.contains("short of descriptors"), "{reason}");
-    assert!(flood.len() >= 8, "only {} admitted", flood.len());
-    publisher.expect_line("opened 8 files");
-    // The flood leaves; the next subscriber gets in and receives the stream.
-    drop(flood);
-    let deadline = Instant::now() + WATCHDOG;
-    let mut sub = loop {
-        match shmcast::Subscriber::connect(&t) {
-            Ok(sub) => break sub,
-            // Departures are noticed by the publisher's control thread, not at once.
-            Err(shmcast::ConnectError::Refused { reason }) if reason.contains("short of") => {
-                assert!(
-                    Instant::now() < deadline,
-                    "watchdog: still refused: {reason}"
-                );
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(e) => panic!("{e}"),
-        }
-    };
-    let first = sub.recv_timeout(WATCHDOG).unwrap().seq();
-    for seq in first + 1..first + 4 {
-        assert_eq!(sub.recv_timeout(WATCHDOG).unwrap().seq(), seq);
-    }
-    drop(sub);
-    assert!(
-        !publisher.printed("cannot open"),
-        "the publisher ran out of descriptors"
-    );
-    publisher.kill();
-    fds.check();
-}
-
 /// Child roles; a no-op in the normal test run.
 #[test]
 #[ignore = "runs only as a child process"]
@@ -303,44 +170,7 @@ fn role_entry() {
     match role.as_str() {
         "subscriber" => roles::subscriber(&args),
         "hostile" => role_hostile(&args),
-        "clients" => role_clients(&args),
-        "few-descriptors" => role_few_descriptors(&args),
         other => panic!("unknown role {other}"),
-    }
-}
-
-/// args: topic. Lowers its descriptor limit to 64, binds (printing `bound PATH`) and publishes
-/// a message every millisecond. Once it has refused a subscriber it opens 8 files, as the rest
-/// of a program would, and prints `opened 8 files`, or `cannot open` and exits.
-fn role_few_descriptors(args: &[String]) {
-    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let hard = getrlimit(Resource::Nofile).maximum;
-    setrlimit(
-        Resource::Nofile,
-        Rlimit {
-            current: Some(64),
-            maximum: hard,
-        },
-    )
-    .unwrap();
-    let mut publisher = Publisher::builder(&args[0]).bind().unwrap();
-    println!("bound {}", publisher.path().display());
-    let mut opened = false;
-    for seq in 0u64.. {
-        if !opened && publisher.stats().refused > 0 {
-            let files: Result<Vec<_>, _> =
-                (0..8).map(|_| std::fs::File::open("/dev/null")).collect();
-            match files {
-                Ok(_) => println!("opened 8 files"),
-                Err(e) => {
-                    println!("cannot open: {e}");
-                    std::process::exit(3);
-                }
-            }
-            opened = true;
-        }
-        publisher.send(&seq.to_le_bytes()).unwrap();
-        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -379,21 +209,15 @@ fn role_hostile(args: &[String]) {
         .unwrap()
         .len() as usize;
     let ring = map(&fds[0], ring_len, false);
-    let cb = map(&fds[1], size_of::<ControlBlock>(), true);
+    let cb = map(&fds[1], CONTROL_BLOCK_LEN, true);
     // SAFETY: the offsets are inside the mappings, aligned, and these words are atomics in the
     // protocol.
     let (committed, wake, parked, cursor) = unsafe {
         (
-            &*ring
-                .add(std::mem::offset_of!(RingHeader, committed))
-                .cast::<AtomicU64>(),
-            &*ring
-                .add(std::mem::offset_of!(RingHeader, wake))
-                .cast::<AtomicU32>(),
-            &*cb.add(std::mem::offset_of!(ControlBlock, parked))
-                .cast::<AtomicU32>(),
-            &*cb.add(std::mem::offset_of!(ControlBlock, cursor))
-                .cast::<AtomicU64>(),
+            &*ring.add(hdr::COMMITTED).cast::<AtomicU64>(),
+            &*ring.add(hdr::WAKE).cast::<AtomicU32>(),
+            &*cb.add(ctl::PARKED).cast::<AtomicU32>(),
+            &*cb.add(ctl::CURSOR).cast::<AtomicU64>(),
         )
     };
     // Our end blocking: it must not matter to the publisher, whose end is another file.
@@ -536,71 +360,4 @@ fn queue_limit() -> i32 {
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(10)
-}
-
-/// A connected `SOCK_SEQPACKET` socket to `path`, or `None` if the publisher's backlog is full.
-fn seqpacket(path: &std::path::Path) -> Option<OwnedFd> {
-    use std::os::fd::FromRawFd;
-    use std::os::unix::ffi::OsStrExt;
-    // SAFETY: plain socket calls on a descriptor we own from creation; the address is a zeroed
-    // sockaddr_un with the path copied in, bounded by its size.
-    unsafe {
-        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
-        assert!(fd >= 0, "socket");
-        let fd = OwnedFd::from_raw_fd(fd);
-        let mut addr: libc::sockaddr_un = std::mem::zeroed();
-        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-        let bytes = path.as_os_str().as_bytes();
-        assert!(bytes.len() < addr.sun_path.len());
-        for (d, &b) in addr.sun_path.iter_mut().zip(bytes) {
-            *d = b as libc::c_char;
-        }
-        let len = size_of::<libc::sockaddr_un>() as libc::socklen_t;
-        let ok = libc::connect(fd.as_raw_fd(), (&raw const addr).cast(), len) == 0;
-        ok.then_some(fd)
-    }
-}
-
-/// Sends `bytes` on `fd` without blocking, ignoring the outcome.
-fn send_raw(fd: &OwnedFd, bytes: &[u8]) {
-    // SAFETY: a send from a live buffer on a descriptor we own.
-    unsafe {
-        libc::send(
-            fd.as_raw_fd(),
-            bytes.as_ptr().cast(),
-            bytes.len(),
-            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-        );
-    }
-}
-
-/// args: path. Floods the topic socket until killed.
-fn role_clients(args: &[String]) {
-    let path = std::path::Path::new(&args[0]);
-    // Hundreds that never speak (past the publisher's pending-handshake cap: refused as busy).
-    let silent: Vec<OwnedFd> = (0..300).filter_map(|_| seqpacket(path)).collect();
-    assert!(!silent.is_empty());
-    println!("attacking");
-    let oversized = vec![0x5a; 4096];
-    let mut hello = b"SHMC\x02\x00\x01\x00\x01\x00\0\0\0\0\0\0".to_vec();
-    for round in 0u64.. {
-        let Some(fd) = seqpacket(path) else {
-            std::thread::yield_now();
-            continue;
-        };
-        match round % 5 {
-            0 => send_raw(&fd, &oversized),
-            1 => send_raw(&fd, &hello[..3]),
-            2 => send_raw(&fd, b"definitely not a hello"),
-            3 => {
-                hello.push(0);
-                send_raw(&fd, &hello);
-                hello.pop();
-            }
-            // Connect and close at once.
-            _ => {}
-        }
-        drop(fd);
-    }
-    drop(silent);
 }

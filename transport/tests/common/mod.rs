@@ -3,6 +3,7 @@
 //! - [`fds`]: the descriptor-leak guard every test holds, which also runs them one at a time;
 //! - [`child`]: child processes in roles, every wait on them bounded by a watchdog, and
 //!   [`roles`]: the roles more than one test binary starts;
+//! - [`attack`]: a publisher publishing to a good subscriber process while another attacks;
 //! - [`watchdog`]: aborts a hung test that has no child process to bound its waits;
 //! - [`message`]: deterministic messages any process can rebuild and check; [`rng`]: a
 //!   deterministic generator of test input;
@@ -14,6 +15,7 @@
 #![allow(dead_code)]
 
 pub mod abi;
+pub mod attack;
 pub mod child;
 pub mod expect;
 pub mod fake_publisher;

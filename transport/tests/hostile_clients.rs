@@ -1,0 +1,211 @@
+//! Hostile clients of the topic socket: a process flooding it with connections that never
+//! speak, garbage and descriptors, and a same-uid process taking admitted connections until it
+//! is refused. The publisher refuses or drops each, keeps the descriptors its own program needs,
+//! keeps publishing, and a good subscriber process loses nothing (`common::attack`).
+//!
+//! Child processes come from `common::child`; every wait is bounded by its watchdog; nothing
+//! here asserts on time.
+
+mod common;
+
+use common::attack::{FLAT_OUT, publish_under_attack};
+use common::child::{self, WATCHDOG};
+use common::{FdGuard, roles};
+use shmcast::Publisher;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+fn topic(name: &str) -> String {
+    format!("hostile-sub-{}-{name}", std::process::id())
+}
+
+/// A process floods the topic socket: hundreds of connections that never speak, oversized and
+/// truncated packets, garbage, descriptors, and connections opened and closed in a tight loop.
+/// The publisher refuses or drops each (and counts them), keeps publishing, and the good
+/// subscriber receives every message in order.
+#[test]
+fn socket_floods_are_refused_while_the_publisher_keeps_publishing() {
+    let stats = publish_under_attack(
+        &topic("clients"),
+        ("clients", "flood"),
+        1,
+        FLAT_OUT,
+        |publisher, _| publisher.stats().refused >= 1,
+    )
+    .stats;
+    assert!(stats.refused >= 1, "{stats:?}");
+    assert_eq!(stats.admitted, 1, "only the good subscriber: {stats:?}");
+}
+
+/// A same-uid process that opens admitted connections until it is refused cannot take the
+/// descriptors the publisher's program needs: a publisher process with a limit of 64 descriptors
+/// admits subscribers only up to its reserve, goes on opening files and publishing meanwhile,
+/// and admits a good subscriber once the flood has left.
+#[test]
+fn admitted_connections_never_take_the_publishers_descriptor_reserve() {
+    use shmcast::test_support::raw_handshake;
+    let fds = FdGuard::new();
+    let t = topic("reserve");
+    let mut publisher = child::spawn("few-descriptors", std::slice::from_ref(&t));
+    let line = publisher.expect_line("bound ");
+    let path = std::path::PathBuf::from(line[line.find("bound ").unwrap() + 6..].trim());
+    let mut flood = Vec::new();
+    let reason = loop {
+        assert!(
+            flood.len() < 64,
+            "64 subscribers admitted under a limit of 64 descriptors"
+        );
+        match raw_handshake(&path).unwrap() {
+            Ok(conn) => flood.push(conn),
+            Err(reason) => break reason,
+        }
+    };
+    assert!(reason.contains("short of descriptors"), "{reason}");
+    assert!(flood.len() >= 8, "only {} admitted", flood.len());
+    publisher.expect_line("opened 8 files");
+    // The flood leaves; the next subscriber gets in and receives the stream.
+    drop(flood);
+    let deadline = Instant::now() + WATCHDOG;
+    let mut sub = loop {
+        match shmcast::Subscriber::connect(&t) {
+            Ok(sub) => break sub,
+            // Departures are noticed by the publisher's control thread, not at once.
+            Err(shmcast::ConnectError::Refused { reason, .. }) if reason.contains("short of") => {
+                assert!(
+                    Instant::now() < deadline,
+                    "watchdog: still refused: {reason}"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let first = sub.recv_timeout(WATCHDOG).unwrap().seq();
+    for seq in first + 1..first + 4 {
+        assert_eq!(sub.recv_timeout(WATCHDOG).unwrap().seq(), seq);
+    }
+    drop(sub);
+    assert!(
+        !publisher.printed("cannot open"),
+        "the publisher ran out of descriptors"
+    );
+    publisher.kill();
+    fds.check();
+}
+
+/// Child roles; a no-op in the normal test run.
+#[test]
+#[ignore = "runs only as a child process"]
+fn role_entry() {
+    let Some((role, args)) = child::role() else {
+        return;
+    };
+    match role.as_str() {
+        "subscriber" => roles::subscriber(&args),
+        "clients" => role_clients(&args),
+        "few-descriptors" => role_few_descriptors(&args),
+        other => panic!("unknown role {other}"),
+    }
+}
+
+/// args: topic. Lowers its descriptor limit to 64, binds (printing `bound PATH`) and publishes
+/// a message every millisecond. Once it has refused a subscriber it opens 8 files, as the rest
+/// of a program would, and prints `opened 8 files`, or `cannot open` and exits.
+fn role_few_descriptors(args: &[String]) {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let hard = getrlimit(Resource::Nofile).maximum;
+    setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: Some(64),
+            maximum: hard,
+        },
+    )
+    .unwrap();
+    let mut publisher = Publisher::builder(&args[0]).bind().unwrap();
+    println!("bound {}", publisher.path().display());
+    let mut opened = false;
+    for seq in 0u64.. {
+        if !opened && publisher.stats().refused > 0 {
+            let files: Result<Vec<_>, _> =
+                (0..8).map(|_| std::fs::File::open("/dev/null")).collect();
+            match files {
+                Ok(_) => println!("opened 8 files"),
+                Err(e) => {
+                    println!("cannot open: {e}");
+                    std::process::exit(3);
+                }
+            }
+            opened = true;
+        }
+        publisher.send(&seq.to_le_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A connected `SOCK_SEQPACKET` socket to `path`, or `None` if the publisher's backlog is full.
+fn seqpacket(path: &std::path::Path) -> Option<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: plain socket calls on a descriptor we own from creation; the address is a zeroed
+    // sockaddr_un with the path copied in, bounded by its size.
+    unsafe {
+        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket");
+        let fd = OwnedFd::from_raw_fd(fd);
+        let mut addr: libc::sockaddr_un = std::mem::zeroed();
+        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        let bytes = path.as_os_str().as_bytes();
+        assert!(bytes.len() < addr.sun_path.len());
+        for (d, &b) in addr.sun_path.iter_mut().zip(bytes) {
+            *d = b as libc::c_char;
+        }
+        let len = size_of::<libc::sockaddr_un>() as libc::socklen_t;
+        let ok = libc::connect(fd.as_raw_fd(), (&raw const addr).cast(), len) == 0;
+        ok.then_some(fd)
+    }
+}
+
+/// Sends `bytes` on `fd` without blocking, ignoring the outcome.
+fn send_raw(fd: &OwnedFd, bytes: &[u8]) {
+    // SAFETY: a send from a live buffer on a descriptor we own.
+    unsafe {
+        libc::send(
+            fd.as_raw_fd(),
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        );
+    }
+}
+
+/// args: path. Floods the topic socket until killed.
+fn role_clients(args: &[String]) {
+    let path = std::path::Path::new(&args[0]);
+    // Hundreds that never speak (past the publisher's pending-handshake cap: refused as busy).
+    let silent: Vec<OwnedFd> = (0..300).filter_map(|_| seqpacket(path)).collect();
+    assert!(!silent.is_empty());
+    println!("attacking");
+    let oversized = vec![0x5a; 4096];
+    let mut hello = b"SHMC\x02\x00\x01\x00\x01\x00\0\0\0\0\0\0".to_vec();
+    for round in 0u64.. {
+        let Some(fd) = seqpacket(path) else {
+            std::thread::yield_now();
+            continue;
+        };
+        match round % 5 {
+            0 => send_raw(&fd, &oversized),
+            1 => send_raw(&fd, &hello[..3]),
+            2 => send_raw(&fd, b"definitely not a hello"),
+            3 => {
+                hello.push(0);
+                send_raw(&fd, &hello);
+                hello.pop();
+            }
+            // Connect and close at once.
+            _ => {}
+        }
+        drop(fd);
+    }
+    drop(silent);
+}
