@@ -158,8 +158,10 @@ pub enum ConnectError {
     Topic(TopicError),
     /// No publisher serves the topic (after waiting, with `connect_timeout`).
     NoPublisher(PathBuf),
-    /// The publisher refused us (policy, version, overload).
+    /// The publisher refused us.
     Refused {
+        /// Why, as a kind a program can act on (retry when [`RefuseReason::Busy`]).
+        code: RefuseReason,
         /// Why, as the publisher said it.
         reason: String,
     },
@@ -175,7 +177,7 @@ pub enum ConnectError {
     /// The publisher did not answer the handshake in time.
     HandshakeTimeout,
     /// The publisher's reply broke the protocol.
-    Protocol(String),
+    Protocol(ProtocolError),
     /// The shared memory the publisher sent is not acceptable.
     Layout(LayoutError),
     /// A system call failed.
@@ -187,8 +189,8 @@ impl fmt::Display for ConnectError {
         match self {
             ConnectError::Topic(e) => e.fmt(f),
             ConnectError::NoPublisher(p) => write!(f, "no publisher on {}", p.display()),
-            ConnectError::Refused { reason } => {
-                write!(f, "publisher refused the connection: {reason}")
+            ConnectError::Refused { code, reason } => {
+                write!(f, "publisher refused the connection ({code}): {reason}")
             }
             ConnectError::UntrustedPublisher { path, uid } => write!(
                 f,
@@ -198,7 +200,7 @@ impl fmt::Display for ConnectError {
             ConnectError::HandshakeTimeout => {
                 f.write_str("publisher did not complete the handshake in time")
             }
-            ConnectError::Protocol(m) => write!(f, "handshake protocol error: {m}"),
+            ConnectError::Protocol(e) => write!(f, "handshake protocol error: {e}"),
             ConnectError::Layout(e) => write!(f, "shared memory refused: {e}"),
             ConnectError::Io(e) => write!(f, "connecting: {e}"),
         }
@@ -209,6 +211,7 @@ impl std::error::Error for ConnectError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ConnectError::Topic(e) => Some(e),
+            ConnectError::Protocol(e) => Some(e),
             ConnectError::Layout(e) => Some(e),
             ConnectError::Io(e) => Some(e),
             _ => None,
@@ -225,6 +228,228 @@ impl From<TopicError> for ConnectError {
 impl From<io::Error> for ConnectError {
     fn from(e: io::Error) -> Self {
         ConnectError::Io(e)
+    }
+}
+
+impl From<ProtocolError> for ConnectError {
+    fn from(e: ProtocolError) -> Self {
+        ConnectError::Protocol(e)
+    }
+}
+
+/// Why a publisher refused a subscriber, as carried by its refusal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RefuseReason {
+    /// The publisher's admission policy does not admit our uid.
+    PermissionDenied,
+    /// The publisher speaks another protocol version.
+    Version,
+    /// The publisher found our request malformed, or we took too long to send it.
+    BadRequest,
+    /// Overload: too many handshakes at once, the subscriber limit, or the publisher is short
+    /// of descriptors. Trying again later may succeed.
+    Busy,
+    /// The publisher failed to set up our shared memory.
+    Internal,
+    /// The publisher closed the connection before saying why (it refused before reading our
+    /// request, as it does when the policy or the subscriber limit rules us out at once).
+    Unstated,
+    /// A code this build does not know (a newer publisher).
+    Other(u16),
+}
+
+impl fmt::Display for RefuseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RefuseReason::PermissionDenied => f.write_str("permission denied"),
+            RefuseReason::Version => f.write_str("protocol version"),
+            RefuseReason::BadRequest => f.write_str("bad request"),
+            RefuseReason::Busy => f.write_str("busy"),
+            RefuseReason::Internal => f.write_str("internal error"),
+            RefuseReason::Unstated => f.write_str("no reason given"),
+            RefuseReason::Other(code) => write!(f, "code {code}"),
+        }
+    }
+}
+
+/// A handshake record that breaks the protocol: its length, magic, version, kind or a field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The packet has the wrong length for its kind.
+    Length(usize),
+    /// The packet does not start with the protocol's magic.
+    Magic,
+    /// The peer speaks this other protocol version.
+    Version(u16),
+    /// The packet is of a kind not expected here.
+    Kind(u16),
+    /// This field holds a value the protocol does not define.
+    Field(&'static str),
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::Length(n) => write!(f, "packet of {n} bytes has the wrong length"),
+            DecodeError::Magic => f.write_str("not a shmcast packet"),
+            DecodeError::Version(v) => write!(
+                f,
+                "protocol version {v}, this build speaks {}",
+                crate::handshake::VERSION
+            ),
+            DecodeError::Kind(k) => write!(f, "unexpected packet kind {k}"),
+            DecodeError::Field(n) => write!(f, "invalid field `{n}`"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// How a publisher's side of the handshake broke the protocol. Nothing it sent was kept: every
+/// descriptor that came with a bad reply is closed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    /// The publisher closed the connection instead of answering.
+    Closed,
+    /// The reply is not a valid record.
+    Decode(DecodeError),
+    /// The reply was larger than any record, or carried too many descriptors.
+    Truncated,
+    /// The reply carried `got` descriptors where one of the expected counts was due.
+    Descriptors {
+        /// The count the reply's kind needs.
+        expected: usize,
+        /// The count that arrived.
+        got: usize,
+    },
+    /// The welcome announces sizes no correct publisher sends.
+    Sizes {
+        /// The announced ring size in bytes.
+        ring_len: u64,
+        /// The announced control block size in bytes.
+        cb_len: u64,
+    },
+    /// The welcome announces a ring of one size, its descriptor has another.
+    RingSize {
+        /// The size the welcome announces.
+        announced: u64,
+        /// The size of the file received.
+        actual: u64,
+    },
+    /// A received descriptor is not shared memory this subscriber may map.
+    SharedMemory(MapError),
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProtocolError::Closed => f.write_str("publisher closed the connection"),
+            ProtocolError::Decode(e) => e.fmt(f),
+            ProtocolError::Truncated => f.write_str("the reply was truncated"),
+            ProtocolError::Descriptors { got: 0, .. } => f.write_str("welcome without descriptors"),
+            ProtocolError::Descriptors { expected, got } => {
+                write!(f, "expected {expected} file descriptors, got {got}")
+            }
+            ProtocolError::Sizes { ring_len, cb_len } => {
+                write!(
+                    f,
+                    "unexpected sizes: ring {ring_len}, control block {cb_len}"
+                )
+            }
+            ProtocolError::RingSize { announced, actual } => write!(
+                f,
+                "the welcome announces a ring of {announced} bytes, its descriptor has {actual}"
+            ),
+            ProtocolError::SharedMemory(e) => write!(f, "shared memory refused: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ProtocolError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ProtocolError::Decode(e) => Some(e),
+            ProtocolError::SharedMemory(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why a descriptor received from a publisher was not mapped.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum MapError {
+    /// The file lacks seals the protocol relies on (all of them if it is not a memfd).
+    NotSealed {
+        /// The names of the required seals that are absent (`"FUTURE_WRITE"`, ...).
+        missing: Vec<&'static str>,
+    },
+    /// The file is smaller than the protocol needs (or empty).
+    TooSmall {
+        /// The file's size in bytes.
+        size: u64,
+        /// The least acceptable size.
+        min: u64,
+    },
+    /// The file is larger than any ring this build maps.
+    TooLarge {
+        /// The file's size in bytes.
+        size: u64,
+        /// The largest acceptable size.
+        max: u64,
+    },
+    /// A control block whose size is not the agreed one.
+    WrongSize {
+        /// The file's size in bytes.
+        size: u64,
+        /// The agreed size.
+        expected: u64,
+    },
+    /// The mapping is not aligned as the ring needs (never for a page-aligned `mmap`).
+    Misaligned,
+    /// A syscall failed.
+    Io(io::Error),
+}
+
+impl fmt::Display for MapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotSealed { missing } => {
+                f.write_str("shared memory is missing seals:")?;
+                for name in missing {
+                    write!(f, " F_SEAL_{name}")?;
+                }
+                Ok(())
+            }
+            Self::TooSmall { size, min } => {
+                write!(f, "shared memory has {size} bytes, fewer than {min}")
+            }
+            Self::TooLarge { size, max } => {
+                write!(f, "shared memory has {size} bytes, more than {max}")
+            }
+            Self::WrongSize { size, expected } => {
+                write!(f, "shared memory has {size} bytes, not {expected}")
+            }
+            Self::Misaligned => f.write_str("shared memory mapping is misaligned"),
+            Self::Io(err) => write!(f, "shared memory: {err}"),
+        }
+    }
+}
+
+impl std::error::Error for MapError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io(err) => Some(err),
+            _ => None,
+        }
+    }
+}
+
+impl From<io::Error> for MapError {
+    fn from(err: io::Error) -> Self {
+        Self::Io(err)
     }
 }
 
@@ -302,3 +527,16 @@ impl fmt::Display for PodError {
 }
 
 impl std::error::Error for PodError {}
+
+impl PodError {
+    /// The error for a failed cast of a `len`-byte payload to a `T`.
+    pub(crate) fn cast<T>(len: usize) -> impl Fn(bytemuck::PodCastError) -> PodError {
+        move |e| match e {
+            bytemuck::PodCastError::SizeMismatch => PodError::Size {
+                expected: size_of::<T>(),
+                actual: len,
+            },
+            _ => PodError::Alignment,
+        }
+    }
+}

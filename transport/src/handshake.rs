@@ -13,8 +13,8 @@
 //! All integers little-endian. A packet of the wrong length, magic, version or kind is refused;
 //! nothing in it is trusted beyond these checks.
 
+use crate::error::{DecodeError, RefuseReason};
 use shmcast_core::{Mode, Start};
-use std::fmt;
 
 const MAGIC: [u8; 4] = *b"SHMC";
 /// Version of the control protocol.
@@ -30,38 +30,29 @@ const REFUSE_MAX_TEXT: usize = MAX_PACKET - 12;
 /// Descriptors a WELCOME carries.
 pub(crate) const WELCOME_FDS: usize = 2;
 
-/// A malformed control packet.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum DecodeError {
-    Length(usize),
-    Magic,
-    Version(u16),
-    Kind(u16),
-    Field(&'static str),
-}
-
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DecodeError::Length(n) => write!(f, "packet of {n} bytes has the wrong length"),
-            DecodeError::Magic => f.write_str("not a shmcast packet"),
-            DecodeError::Version(v) => {
-                write!(f, "protocol version {v}, this build speaks {VERSION}")
-            }
-            DecodeError::Kind(k) => write!(f, "unexpected packet kind {k}"),
-            DecodeError::Field(n) => write!(f, "invalid field `{n}`"),
-        }
+/// The wire code of each refusal reason.
+pub(crate) fn refuse_code(reason: RefuseReason) -> u16 {
+    match reason {
+        RefuseReason::PermissionDenied => 1,
+        RefuseReason::Version => 2,
+        RefuseReason::BadRequest => 3,
+        RefuseReason::Busy => 4,
+        RefuseReason::Internal => 5,
+        RefuseReason::Unstated => 0,
+        RefuseReason::Other(code) => code,
     }
 }
 
-/// Why a publisher refuses a subscriber.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RefuseCode {
-    PermissionDenied = 1,
-    Version = 2,
-    BadRequest = 3,
-    Busy = 4,
-    Internal = 5,
+/// The refusal reason a wire code stands for.
+pub(crate) fn refuse_reason(code: u16) -> RefuseReason {
+    match code {
+        1 => RefuseReason::PermissionDenied,
+        2 => RefuseReason::Version,
+        3 => RefuseReason::BadRequest,
+        4 => RefuseReason::Busy,
+        5 => RefuseReason::Internal,
+        other => RefuseReason::Other(other),
+    }
 }
 
 fn header(kind: u16, out: &mut Vec<u8>) {
@@ -183,9 +174,9 @@ impl Reply {
         out
     }
 
-    pub(crate) fn refuse(code: RefuseCode, text: impl Into<String>) -> Reply {
+    pub(crate) fn refuse(reason: RefuseReason, text: impl Into<String>) -> Reply {
         Reply::Refuse {
-            code: code as u16,
+            code: refuse_code(reason),
             text: text.into(),
         }
     }
@@ -253,7 +244,7 @@ mod tests {
             Reply::decode(&reserved),
             Err(DecodeError::Field("reserved"))
         );
-        let r = Reply::refuse(RefuseCode::PermissionDenied, "é".repeat(300));
+        let r = Reply::refuse(RefuseReason::PermissionDenied, "é".repeat(300));
         let Ok(Reply::Refuse { code: 1, text }) = Reply::decode(&r.encode()) else {
             panic!()
         };

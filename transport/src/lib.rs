@@ -4,19 +4,82 @@
 //! [`Subscriber`] processes read it in place, each with its own cursor. A subscriber with nothing
 //! to read parks and is woken with one futex wake for all sleepers (or, in an event loop, through
 //! its descriptor); a busy one costs the publisher no syscall. The memfds travel over a unix
-//! socket, so nothing is left in `/dev/shm` when a process dies. A *gating* subscriber never misses a message (the publisher waits for it, up to an
-//! optional stall bound); a *lossy* one never slows the publisher and is told exactly how many
-//! messages it missed.
+//! socket, so nothing is left in `/dev/shm` when a process dies.
 //!
-//! | module | role |
-//! |---|---|
-//! | `publisher` | [`Publisher`], its builder, loans, statistics |
-//! | `subscriber` | [`Subscriber`], its builder, [`Sample`], statistics |
-//! | `control` | the publisher's control thread: accept, credentials, handshake, hang-ups |
-//! | `handshake` | the versioned control messages |
-//! | `topic` | topic names and their private socket directory |
-//! | `shm` | sealed memfds and their mappings |
-//! | `sys` | every syscall |
+//! # Delivery: gating and lossy subscribers
+//!
+//! Each subscriber chooses its contract when it connects
+//! ([`SubscriberBuilder::mode`], [`Mode`]):
+//!
+//! * **Gating** (the default, reliable): the publisher never overwrites a message this subscriber
+//!   has not released. When the ring is full, [`Publisher::loan`] waits,
+//!   [`Publisher::loan_timeout`] waits up to its timeout, and [`Publisher::try_loan`] returns
+//!   [`LoanError::Full`]. Messages are handed out in place: a [`Sample`] is a view of the ring,
+//!   released when dropped.
+//! * **Lossy**: never slows the publisher. A lossy subscriber that falls a ring behind receives
+//!   [`RecvError::Lagged`] with the exact number of messages it missed, then continues in order.
+//!   It reads by validated copy, so it is never handed bytes that were overwritten while it read.
+//!
+//! # Overload and failure
+//!
+//! * **Stall bound.** A gating subscriber that stops releasing holds the publisher back. With
+//!   [`PublisherBuilder::stall_bound`], a blocking loan that waited that long demotes the slowest
+//!   gating subscriber to lossy and continues; the demoted subscriber receives
+//!   [`RecvError::Demoted`] once, then receives as a lossy one.
+//! * **A subscriber dies or leaves:** its connection hangs up and the publisher removes it at
+//!   once; a publisher waiting on it continues immediately.
+//! * **The publisher ends or dies:** every subscriber first receives everything committed, then
+//!   [`RecvError::Disconnected`]. A subscriber can wait for a publisher that does not exist yet
+//!   ([`SubscriberBuilder::connect_timeout`]) and connect again to a restarted one.
+//! * **Hostile or corrupt peers:** a corrupt ring gives [`RecvError::Corrupt`]; a publisher that
+//!   breaks the handshake gives [`ConnectError::Protocol`]; a refusal carries its
+//!   [`RefuseReason`] (for instance [`RefuseReason::Busy`], worth retrying). Nothing a peer
+//!   writes into shared memory can crash this process or hang it without a bound.
+//!
+//! # The descriptor: event loops
+//!
+//! A [`Subscriber`] implements [`AsFd`](std::os::fd::AsFd), for `poll`, epoll, mio or tokio's
+//! `AsyncFd`. Call [`Subscriber::try_recv`] until it returns [`RecvError::Empty`]: from then on
+//! the descriptor becomes readable when a message, a lag, a demotion or the end of the stream
+//! may be waiting. It is level-triggered: wait for it, then `try_recv` again until `Empty`.
+//!
+//! ```no_run
+//! use rustix::event::{PollFd, PollFlags, poll};
+//! use shmcast::{RecvError, Subscriber};
+//! use std::time::Duration;
+//!
+//! let mut sub = Subscriber::builder("ticks")
+//!     .connect_timeout(Duration::from_secs(5))
+//!     .connect()?;
+//! loop {
+//!     // Take everything there is, until `Empty`...
+//!     let empty = match sub.try_recv() {
+//!         Ok(sample) => {
+//!             println!("message {} of {} bytes", sample.seq(), sample.len());
+//!             false
+//!         }
+//!         Err(RecvError::Empty) => true,
+//!         Err(RecvError::Lagged(n)) => {
+//!             eprintln!("missed {n} messages");
+//!             false
+//!         }
+//!         Err(RecvError::Demoted) => {
+//!             eprintln!("too slow: now lossy");
+//!             false
+//!         }
+//!         Err(RecvError::Disconnected) => break,
+//!         Err(e) => return Err(e.into()),
+//!     };
+//!     // ...then wait until the descriptor is readable (here with poll(2)). A sample borrows
+//!     // the subscriber, so wait after the `match`, not inside it.
+//!     if empty {
+//!         poll(&mut [PollFd::new(&sub, PollFlags::IN)], None)?;
+//!     }
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Typed messages
 //!
 //! ```no_run
 //! use shmcast::{Publisher, Subscriber};
@@ -37,40 +100,59 @@
 //! println!("{}", tick.price);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Modules
+//!
+//! The public API is re-exported at the crate root; the modules behind it are private rooms,
+//! one idea each:
+//!
+//! | module | role |
+//! |---|---|
+//! | `publisher`, `loan` | [`Publisher`], its builder and statistics; [`Loan`], [`PodLoan`] |
+//! | `subscriber`, `sample` | [`Subscriber`], its builder and statistics; [`Sample`] |
+//! | `policy` | [`Admission`]: whom each side trusts; subscriber limits, descriptor reserve |
+//! | `connect` | the subscriber's half of the handshake |
+//! | `server` | the publisher's server thread: accept, credentials, handshake, hang-ups |
+//! | `shared` | what the publisher and its server thread share |
+//! | `handshake` | the versioned control records (codec only) |
+//! | `wake` | wake delivery, sleeping on the wake word, doorbells, the recheck and nap tuning |
+//! | `readiness` | the subscriber's descriptor for event loops |
+//! | `claim` | binding the topic socket, stale-socket recovery, its removal |
+//! | `topic` | topic names and their private socket directory |
+//! | `shm` | sealed memfds and their mappings, handed out as core regions |
+//! | `error` | one error type per operation |
+//! | `sys` | every syscall, split by kernel domain |
+//! | [`test_support`] | helpers for tests and fuzz targets (feature `test-support`) |
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
-mod control;
+mod claim;
+mod connect;
 mod error;
 mod handshake;
+mod loan;
+mod policy;
 mod publisher;
+mod readiness;
+mod sample;
+mod server;
+mod shared;
 mod shm;
 mod subscriber;
 mod sys;
-mod topic;
-
-pub use error::{BindError, ConnectError, LoanError, PodError, RecvError, TopicError};
-pub use publisher::{Admission, Loan, PodLoan, Publisher, PublisherBuilder, PublisherStats};
-pub use shmcast_core::{FrameError, Mode, Start, SubscriberId, SubscriberInfo};
-pub use subscriber::{Sample, Subscriber, SubscriberBuilder, SubscriberStats};
-
-/// How long a parked subscriber or a publisher waiting for space sleeps before re-checking by
-/// itself. Wakeups are never lost between correct peers (the loom models check it); this bounds
-/// how late a subscriber blocked in `recv` notices a publisher that died without closing (a
-/// futex has no hang-up), and what a peer that withholds or floods doorbells can do: delay,
-/// never hang.
-pub(crate) const PARK_RECHECK: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// How many times a receive that may not sleep (a lapped lossy subscriber whose resume point is
-/// not written yet) looks again at once before it starts to nap for [`STUCK_NAP`] between
-/// looks: `recv` in a loop of its own, `try_recv` by arming the descriptor's timer. A writer
-/// racing the reader settles within these; a ring that cannot progress (a publisher that died
-/// mid-reservation, or a hostile one) then costs a wakeup per nap instead of a spinning core.
-pub(crate) const STUCK_SPINS: u32 = 64;
-
-/// The nap of a receive stuck on a ring that does not progress; a hang-up ends it at once.
-pub(crate) const STUCK_NAP: std::time::Duration = std::time::Duration::from_millis(1);
-
 #[cfg(feature = "test-support")]
 pub mod test_support;
+mod topic;
+mod wake;
+
+pub use error::{
+    BindError, ConnectError, DecodeError, LoanError, MapError, PodError, ProtocolError, RecvError,
+    RefuseReason, TopicError,
+};
+pub use loan::{Loan, PodLoan};
+pub use policy::Admission;
+pub use publisher::{Publisher, PublisherBuilder, PublisherStats};
+pub use sample::Sample;
+pub use shmcast_core::{FrameError, Mode, Start, SubscriberId, SubscriberInfo};
+pub use subscriber::{Subscriber, SubscriberBuilder, SubscriberStats};

@@ -21,47 +21,24 @@
 //! publisher.send(b"world")?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
-#![allow(unsafe_code)]
 
-use crate::control;
-use crate::error::{BindError, LoanError, PodError};
+use crate::claim::Claim;
+use crate::error::{BindError, LoanError};
+use crate::loan::{Loan, PodLoan};
+use crate::policy::Admission;
+use crate::server;
+use crate::shared::Shared;
 use crate::shm::SharedMemory;
 use crate::sys;
 use crate::topic;
-use shmcast_core::{
-    Region, ReserveError, RingConfig, SubscriberId, SubscriberInfo, Wakeups, Writer,
-};
-use std::ops::{Deref, DerefMut};
+use crate::wake::{self, Link, SpaceWait};
+use shmcast_core::{ReserveError, RingConfig, SubscriberId, SubscriberInfo, Writer};
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// Who may subscribe, checked against the connecting process's credentials (`SO_PEERCRED`)
-/// before anything is sent to it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Admission {
-    /// Only processes of the publisher's own uid (the default).
-    #[default]
-    SameUid,
-    /// The listed uids (and the publisher's own).
-    Uids(Vec<u32>),
-    /// Any process that can reach the socket (its file mode still applies).
-    AnyUid,
-}
-
-impl Admission {
-    pub(crate) fn admits(&self, uid: u32) -> bool {
-        let own = sys::getuid();
-        match self {
-            Admission::SameUid => uid == own,
-            Admission::Uids(list) => uid == own || list.contains(&uid),
-            Admission::AnyUid => true,
-        }
-    }
-}
 
 /// Settings for a [`Publisher`].
 #[derive(Clone, Debug)]
@@ -157,78 +134,6 @@ impl PublisherBuilder {
     }
 }
 
-/// What the writer keeps per subscriber: how to reach it.
-pub(crate) struct Link {
-    /// Its connection: the doorbell a subscriber waiting in an event loop watches, and on which
-    /// it rings the publisher back when it frees space. Only this side's end: no flag the
-    /// subscriber sets can make a send on it block (see [`sys::doorbell_ring`]).
-    pub(crate) conn: Arc<OwnedFd>,
-}
-
-/// State shared by the publisher and its control thread.
-pub(crate) struct Shared {
-    pub(crate) writer: Mutex<Writer<Link>>,
-    /// Read-only descriptor of the ring, handed to subscribers.
-    pub(crate) ring_ro: OwnedFd,
-    /// Where the publisher waits for space: every admitted connection (token: subscriber id),
-    /// plus `kick`.
-    pub(crate) space_epoll: OwnedFd,
-    /// Private to this process: the control thread's signal that a subscriber left (its space
-    /// is free). Token [`KICK`].
-    pub(crate) kick: OwnedFd,
-    pub(crate) admission: Admission,
-    pub(crate) handshake_timeout: Duration,
-    pub(crate) max_pending: usize,
-    pub(crate) max_subscribers: Option<usize>,
-    pub(crate) wake_syscalls: AtomicU64,
-    pub(crate) admitted: AtomicU64,
-    pub(crate) refused: AtomicU64,
-    pub(crate) departed: AtomicU64,
-}
-
-/// `space_epoll` token of `kick` (subscriber ids start at 0 and never reach it).
-pub(crate) const KICK: u64 = u64::MAX;
-
-impl Shared {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Writer<Link>> {
-        self.writer.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Runs `event` (a commit, a close, a demotion) and delivers the wakeups it asks for: a
-    /// doorbell to each subscriber waiting on its descriptor, one `FUTEX_WAKE` for all those
-    /// waiting on the ring's wake word. Counts the syscalls; makes none when nobody is parked.
-    fn wake(
-        &self,
-        writer: &mut Writer<Link>,
-        event: impl FnOnce(&mut Writer<Link>, &mut dyn FnMut(&Link)) -> Wakeups,
-    ) {
-        let w = event(writer, &mut |link: &Link| {
-            // Full (a doorbell is already pending) or gone (the control thread removes it).
-            let _ = sys::doorbell_ring(link.conn.as_fd());
-        });
-        if w.futex {
-            let _ = sys::futex_wake_all(writer.wake_word());
-        }
-        let calls = w.syscalls() as u64;
-        if calls > 0 {
-            self.wake_syscalls.fetch_add(calls, Ordering::Relaxed);
-        }
-    }
-
-    /// Takes the doorbells of the subscribers `space_epoll` reported (and the control
-    /// thread's kick), so that they do not stay readable. Bounded: a subscriber that floods its
-    /// connection costs a waiting publisher some reads, never a hang.
-    fn drain_space_signals(&self, writer: &Writer<Link>, tokens: &[u64]) {
-        for &token in tokens {
-            if token == KICK {
-                let _ = sys::eventfd_drain(self.kick.as_fd());
-            } else if let Some(link) = writer.attachment(SubscriberId(token)) {
-                sys::doorbell_drain(link.conn.as_fd());
-            }
-        }
-    }
-}
-
 /// Publisher statistics.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PublisherStats {
@@ -255,10 +160,10 @@ pub struct PublisherStats {
 /// The single publisher of a topic.
 pub struct Publisher {
     shared: Arc<Shared>,
-    control: Option<JoinHandle<()>>,
+    server: Option<JoinHandle<()>>,
     shutdown: Arc<OwnedFd>,
-    path: PathBuf,
-    socket_id: (u64, u64),
+    /// The topic socket; dropped (and its file removed) after the server thread ended.
+    claim: Claim,
     stall_bound: Option<Duration>,
     space_waits: u64,
     max_message: usize,
@@ -267,7 +172,7 @@ pub struct Publisher {
 impl std::fmt::Debug for Publisher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Publisher")
-            .field("path", &self.path)
+            .field("path", &self.claim.path())
             .finish_non_exhaustive()
     }
 }
@@ -292,22 +197,17 @@ impl Publisher {
             "shmcast-ring",
             cfg.region_len(),
         )?);
-        let ring_ro = sys::reopen_readonly(ring.fd())?;
-        // SAFETY: the mapping is `cfg.region_len()` bytes, page-aligned, read-write, and lives as
-        // long as the Arc we hand over as owner.
-        let region = unsafe { Region::from_raw_parts(ring.as_ptr(), ring.len(), ring.clone()) }
-            .ok_or_else(|| std::io::Error::other("ring mapping is misaligned"))?;
+        let ring_ro = sys::fs::reopen_readonly(ring.fd())?;
+        let region = ring
+            .region()
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
         let writer = Writer::new(region, cfg).map_err(|e| std::io::Error::other(e.to_string()))?;
         drop(ring);
 
-        let space_epoll = sys::epoll_create()?;
-        let kick = sys::eventfd_create(true)?;
-        sys::epoll_add(space_epoll.as_fd(), kick.as_fd(), KICK)?;
         let shared = Arc::new(Shared {
             writer: Mutex::new(writer),
             ring_ro,
-            space_epoll,
-            kick,
+            space: SpaceWait::new()?,
             admission: b.admission,
             handshake_timeout: b.handshake_timeout,
             max_pending: b.max_pending,
@@ -318,16 +218,14 @@ impl Publisher {
             departed: AtomicU64::new(0),
         });
 
-        let listener = control::bind_topic(&path)?;
-        let socket_id = file_id(&path)?;
-        let shutdown = Arc::new(sys::eventfd_create(true)?);
-        let control = control::spawn(listener, shared.clone(), shutdown.clone())?;
+        let (claim, listener) = Claim::bind(&path)?;
+        let shutdown = Arc::new(sys::event::eventfd_create(true)?);
+        let server = server::spawn(listener, shared.clone(), shutdown.clone())?;
         Ok(Publisher {
             shared,
-            control: Some(control),
+            server: Some(server),
             shutdown,
-            path,
-            socket_id,
+            claim,
             stall_bound: b.stall_bound,
             space_waits: 0,
             max_message: cfg.max_payload(),
@@ -336,7 +234,7 @@ impl Publisher {
 
     /// The socket path subscribers connect to.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.claim.path()
     }
 
     /// Largest message in bytes.
@@ -370,18 +268,12 @@ impl Publisher {
         // restarts the stall.
         let mut first_full: Option<Instant> = None;
         let mut stalled_since: Option<Instant> = None;
-        let mut tokens = [0u64; 16];
+        let mut tokens = [0u64; wake::SPACE_EVENTS];
         loop {
             let err = match guard.try_reserve(len) {
                 Ok(res) => {
                     let ptr = guard.payload_ptr(&res);
-                    return Ok(Loan {
-                        guard,
-                        res: Some(res),
-                        shared,
-                        ptr,
-                        len,
-                    });
+                    return Ok(Loan::new(guard, res, shared, ptr, len));
                 }
                 Err(e) => e,
             };
@@ -425,16 +317,16 @@ impl Publisher {
                 };
                 let timeout = until
                     .map(|t| t.saturating_duration_since(Instant::now()))
-                    .map_or(crate::PARK_RECHECK, |t| t.min(crate::PARK_RECHECK));
+                    .map_or(wake::PARK_RECHECK, |t| t.min(wake::PARK_RECHECK));
                 self.space_waits += 1;
-                sys::epoll_wait(shared.space_epoll.as_fd(), &mut tokens, Some(timeout))
+                shared.space.wait(&mut tokens, timeout)
             } else {
                 Ok(0)
             };
             guard = shared.lock();
             guard.end_wait_for_space();
             let ready = waited.map_err(LoanError::Io)?;
-            shared.drain_space_signals(&guard, &tokens[..ready]);
+            shared.space.drain(&guard, &tokens[..ready]);
         }
     }
 
@@ -445,11 +337,7 @@ impl Publisher {
                 align: align_of::<T>(),
             });
         }
-        let loan = self.loan(size_of::<T>())?;
-        Ok(PodLoan {
-            loan,
-            _t: std::marker::PhantomData,
-        })
+        Ok(PodLoan::new(self.loan(size_of::<T>())?))
     }
 
     /// Copies `payload` into the ring and publishes it (waiting for space like `loan`).
@@ -509,115 +397,10 @@ impl Drop for Publisher {
             let mut w = self.shared.lock();
             self.shared.wake(&mut w, |w, wake| w.close(wake));
         }
-        let _ = sys::eventfd_signal(self.shutdown.as_fd());
-        if let Some(control) = self.control.take() {
-            let _ = control.join();
+        let _ = sys::event::eventfd_signal(self.shutdown.as_fd());
+        if let Some(server) = self.server.take() {
+            let _ = server.join();
         }
-        // Remove the socket only if it is still ours (a successor may have replaced it).
-        if file_id(&self.path).ok() == Some(self.socket_id) {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
-fn file_id(path: &Path) -> std::io::Result<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::symlink_metadata(path)?;
-    Ok((m.dev(), m.ino()))
-}
-
-/// A writable buffer inside the ring. [`publish`](Loan::publish) commits it; dropping it
-/// abandons it (subscribers never see it).
-///
-/// While a loan is alive, new subscribers wait to be admitted: publish promptly.
-pub struct Loan<'a> {
-    guard: MutexGuard<'a, Writer<Link>>,
-    res: Option<shmcast_core::Reservation>,
-    shared: &'a Shared,
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl Loan<'_> {
-    /// Publishes the buffer to every subscriber.
-    pub fn publish(mut self) {
-        if let Some(res) = self.res.take() {
-            self.shared
-                .wake(&mut self.guard, |w, wake| w.commit(res, wake));
-        }
-    }
-
-    /// Drops the buffer without publishing it.
-    pub fn abandon(mut self) {
-        if let Some(res) = self.res.take() {
-            self.guard.abandon(res);
-        }
-    }
-
-    /// The buffer as a `T`.
-    pub fn as_pod_mut<T: bytemuck::Pod>(&mut self) -> Result<&mut T, PodError> {
-        let len = self.len;
-        bytemuck::try_from_bytes_mut(self).map_err(pod_error::<T>(len))
-    }
-}
-
-pub(crate) fn pod_error<T>(len: usize) -> impl Fn(bytemuck::PodCastError) -> PodError {
-    move |e| match e {
-        bytemuck::PodCastError::SizeMismatch => PodError::Size {
-            expected: size_of::<T>(),
-            actual: len,
-        },
-        _ => PodError::Alignment,
-    }
-}
-
-impl Deref for Loan<'_> {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        // SAFETY: `ptr..ptr+len` is the reservation's payload, which only this loan may touch
-        // until it is committed or abandoned (both consume the loan).
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-}
-
-impl DerefMut for Loan<'_> {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `deref`; `&mut self` makes this the only view.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-}
-
-impl Drop for Loan<'_> {
-    fn drop(&mut self) {
-        if let Some(res) = self.res.take() {
-            self.guard.abandon(res);
-        }
-    }
-}
-
-/// A loan of exactly one `T`, from [`Publisher::loan_pod`].
-pub struct PodLoan<'a, T> {
-    loan: Loan<'a>,
-    _t: std::marker::PhantomData<T>,
-}
-
-impl<T: bytemuck::Pod> PodLoan<'_, T> {
-    /// Publishes the value.
-    pub fn publish(self) {
-        self.loan.publish();
-    }
-}
-
-impl<T: bytemuck::Pod> Deref for PodLoan<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // Size and alignment were checked in `loan_pod` (payloads are 16-byte aligned).
-        bytemuck::from_bytes(&self.loan)
-    }
-}
-
-impl<T: bytemuck::Pod> DerefMut for PodLoan<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        bytemuck::from_bytes_mut(&mut self.loan)
+        // `claim` removes the socket file when it drops, after this.
     }
 }

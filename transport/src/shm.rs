@@ -20,14 +20,18 @@
 
 // Some accessors serve only the tests.
 #![allow(dead_code)]
+// Regions over mappings: the one place a mapping becomes a core `Region`.
+#![allow(unsafe_code)]
 
-use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::Arc;
 
 use memmap2::{MmapOptions, MmapRaw};
+use shmcast_core::Region;
 
-use crate::sys::{self, SealFlags};
+use crate::error::MapError;
+use crate::sys::{self, fs::SealFlags};
 
 /// Seals of the data ring: fixed size, no new writers, no further seals.
 pub(crate) const RING_SEALS: SealFlags = SealFlags::SHRINK
@@ -72,11 +76,11 @@ impl SharedMemory {
         if len == 0 || size > MAX_MAPPING_LEN {
             return Err(io::ErrorKind::InvalidInput.into());
         }
-        let fd = sys::memfd_create_sealable(name)?;
-        sys::ftruncate(fd.as_fd(), size)?;
+        let fd = sys::fs::memfd_create_sealable(name)?;
+        sys::fs::ftruncate(fd.as_fd(), size)?;
         // Map before sealing: FUTURE_WRITE refuses new writable mappings but spares this one.
         let map = MmapOptions::new().len(len).map_raw(&fd)?;
-        sys::add_seals(fd.as_fd(), seals)?;
+        sys::fs::add_seals(fd.as_fd(), seals)?;
         Ok(Self { map, fd })
     }
 
@@ -94,6 +98,14 @@ impl SharedMemory {
     /// The memfd, to send to a subscriber.
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
+    }
+
+    /// The whole mapping as a core [`Region`], which keeps it (and the memfd) alive.
+    pub(crate) fn region(self: &Arc<Self>) -> Result<Region, MapError> {
+        // SAFETY: the mapping is `len()` bytes, page-aligned and read-write, and it lives as long
+        // as the Arc handed over as the region's owner.
+        unsafe { Region::from_raw_parts(self.as_ptr(), self.len(), self.clone()) }
+            .ok_or(MapError::Misaligned)
     }
 }
 
@@ -134,81 +146,15 @@ impl WritableMapping {
     }
 }
 
-/// Why a descriptor received from a peer was not mapped.
-#[derive(Debug)]
-pub(crate) enum MapError {
-    /// The file lacks seals the protocol relies on (all of them if it is not a memfd).
-    NotSealed {
-        /// The required seals that are absent.
-        missing: SealFlags,
-    },
-    /// The file is smaller than the protocol needs (or empty).
-    TooSmall {
-        /// The file's size in bytes.
-        size: u64,
-        /// The least acceptable size.
-        min: u64,
-    },
-    /// The file is larger than [`MAX_MAPPING_LEN`].
-    TooLarge {
-        /// The file's size in bytes.
-        size: u64,
-        /// The largest acceptable size.
-        max: u64,
-    },
-    /// A control block whose size is not the agreed one.
-    WrongSize {
-        /// The file's size in bytes.
-        size: u64,
-        /// The agreed size.
-        expected: u64,
-    },
-    /// A syscall failed.
-    Io(io::Error),
-}
-
-impl fmt::Display for MapError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotSealed { missing } => {
-                f.write_str("shared memory is missing seals:")?;
-                for (name, _) in missing.iter_names() {
-                    write!(f, " F_SEAL_{name}")?;
-                }
-                Ok(())
-            }
-            Self::TooSmall { size, min } => {
-                write!(f, "shared memory has {size} bytes, fewer than {min}")
-            }
-            Self::TooLarge { size, max } => {
-                write!(f, "shared memory has {size} bytes, more than {max}")
-            }
-            Self::WrongSize { size, expected } => {
-                write!(f, "shared memory has {size} bytes, not {expected}")
-            }
-            Self::Io(err) => write!(f, "shared memory: {err}"),
-        }
-    }
-}
-
-impl std::error::Error for MapError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Io(err) => Some(err),
-            _ => None,
-        }
-    }
-}
-
-impl From<io::Error> for MapError {
-    fn from(err: io::Error) -> Self {
-        Self::Io(err)
-    }
+/// The names of `seals` (`"SHRINK"`, ...), for errors that must not expose the syscall layer's
+/// types.
+fn seal_names(seals: SealFlags) -> Vec<&'static str> {
+    seals.iter_names().map(|(name, _)| name).collect()
 }
 
 /// Fails unless `fd` carries every seal in `required`.
 fn check_seals(fd: BorrowedFd<'_>, required: SealFlags) -> Result<(), MapError> {
-    let seals = match sys::get_seals(fd) {
+    let seals = match sys::fs::get_seals(fd) {
         Ok(seals) => seals,
         // Not a sealable file at all.
         Err(err) if err.kind() == io::ErrorKind::InvalidInput => SealFlags::empty(),
@@ -218,7 +164,9 @@ fn check_seals(fd: BorrowedFd<'_>, required: SealFlags) -> Result<(), MapError> 
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(MapError::NotSealed { missing })
+        Err(MapError::NotSealed {
+            missing: seal_names(missing),
+        })
     }
 }
 
@@ -230,7 +178,7 @@ fn check_seals(fd: BorrowedFd<'_>, required: SealFlags) -> Result<(), MapError> 
 /// the size final.
 pub(crate) fn map_ring_readonly(fd: OwnedFd, min_len: usize) -> Result<ReadOnlyMapping, MapError> {
     check_seals(fd.as_fd(), RING_SEALS)?;
-    let size = sys::fstat_size(fd.as_fd())?;
+    let size = sys::fs::fstat_size(fd.as_fd())?;
     let min = u64::try_from(min_len).unwrap_or(u64::MAX).max(1);
     if size < min {
         return Err(MapError::TooSmall { size, min });
@@ -253,13 +201,34 @@ pub(crate) fn map_ring_readonly(fd: OwnedFd, min_len: usize) -> Result<ReadOnlyM
 /// closed afterwards.
 pub(crate) fn map_control_block(fd: OwnedFd, len: usize) -> Result<WritableMapping, MapError> {
     check_seals(fd.as_fd(), CONTROL_SEALS)?;
-    let size = sys::fstat_size(fd.as_fd())?;
+    let size = sys::fs::fstat_size(fd.as_fd())?;
     let expected = u64::try_from(len).unwrap_or(u64::MAX);
     if len == 0 || size != expected {
         return Err(MapError::WrongSize { size, expected });
     }
     let map = MmapOptions::new().len(len).map_raw(&fd)?;
     Ok(WritableMapping { map })
+}
+
+/// Maps a data ring received from the publisher as [`map_ring_readonly`] does, as a core
+/// [`Region`] that keeps the mapping alive.
+pub(crate) fn ring_region(fd: OwnedFd, min_len: usize) -> Result<Region, MapError> {
+    let map = Arc::new(map_ring_readonly(fd, min_len)?);
+    let (ptr, len) = (map.as_ptr().cast_mut(), map.len());
+    // SAFETY: read-only mapping of `len` bytes, sealed against shrinking (checked by
+    // map_ring_readonly), page-aligned, kept alive by the Arc owner; a reader never stores into
+    // a ring region.
+    unsafe { Region::from_raw_parts(ptr, len, map) }.ok_or(MapError::Misaligned)
+}
+
+/// Maps a control block received from the publisher as [`map_control_block`] does, as a core
+/// [`Region`] that keeps the mapping alive.
+pub(crate) fn control_block_region(fd: OwnedFd, len: usize) -> Result<Region, MapError> {
+    let map = Arc::new(map_control_block(fd, len)?);
+    let (ptr, len) = (map.as_ptr(), map.len());
+    // SAFETY: read-write mapping of `len` bytes, sealed against shrinking and growing (checked
+    // by map_control_block), page-aligned, kept alive by the Arc owner.
+    unsafe { Region::from_raw_parts(ptr, len, map) }.ok_or(MapError::Misaligned)
 }
 
 #[cfg(test)]
@@ -286,7 +255,7 @@ mod tests {
             .unwrap()
     }
 
-    fn assert_denied(result: io::Result<impl fmt::Debug>, what: &str) {
+    fn assert_denied(result: io::Result<impl std::fmt::Debug>, what: &str) {
         let err = result.expect_err(what);
         assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{what}: {err}");
     }
@@ -306,7 +275,7 @@ mod tests {
     fn ring_is_sealed_and_the_publisher_mapping_stays_writable() {
         let ring = SharedMemory::create_sealed_ring("shmcast-test-ring", LEN).unwrap();
         assert_eq!(ring.len(), LEN);
-        assert!(sys::get_seals(ring.fd()).unwrap().contains(RING_SEALS));
+        assert!(sys::fs::get_seals(ring.fd()).unwrap().contains(RING_SEALS));
         assert_eq!(read(ring.as_ptr(), LEN - 1), 0, "a new ring is zeroed");
 
         let view = map_ring_readonly(dup(ring.fd()), LEN).unwrap();
@@ -348,13 +317,13 @@ mod tests {
             "fallocate(PUNCH_HOLE)",
         );
         assert_denied(
-            sys::add_seals(file.as_fd(), SealFlags::WRITE),
+            sys::fs::add_seals(file.as_fd(), SealFlags::WRITE),
             "adding seals",
         );
 
         // (c) resizing, through either descriptor.
-        assert_denied(sys::ftruncate(fd, 0), "ftruncate shrink");
-        assert_denied(sys::ftruncate(fd, 2 * LEN as u64), "ftruncate grow");
+        assert_denied(sys::fs::ftruncate(fd, 0), "ftruncate shrink");
+        assert_denied(sys::fs::ftruncate(fd, 2 * LEN as u64), "ftruncate grow");
         assert_denied(file.set_len(1), "set_len on the re-opened file");
 
         // Upgrading a read-only mapping.
@@ -376,13 +345,13 @@ mod tests {
         // (d) the publisher's mapping, made before sealing, still writes.
         write(ring.as_ptr(), 0, 0x5A);
         assert_eq!(read(view.as_ptr(), 0), 0x5A);
-        assert_eq!(sys::fstat_size(fd).unwrap(), LEN as u64);
+        assert_eq!(sys::fs::fstat_size(fd).unwrap(), LEN as u64);
     }
 
     #[test]
     fn control_block_is_writable_by_both_sides_but_fixed_in_size() {
         let block = SharedMemory::create_control_block("shmcast-test-ctl", LEN).unwrap();
-        let seals = sys::get_seals(block.fd()).unwrap();
+        let seals = sys::fs::get_seals(block.fd()).unwrap();
         assert!(seals.contains(CONTROL_SEALS));
         assert!(!seals.intersects(SealFlags::WRITE | SealFlags::FUTURE_WRITE));
 
@@ -393,10 +362,13 @@ mod tests {
         write(block.as_ptr(), 9, 2);
         assert_eq!(read(theirs.as_ptr(), 9), 2);
 
-        assert_denied(sys::ftruncate(block.fd(), 0), "ftruncate shrink");
-        assert_denied(sys::ftruncate(block.fd(), 2 * LEN as u64), "ftruncate grow");
+        assert_denied(sys::fs::ftruncate(block.fd(), 0), "ftruncate shrink");
         assert_denied(
-            sys::add_seals(block.fd(), SealFlags::FUTURE_WRITE),
+            sys::fs::ftruncate(block.fd(), 2 * LEN as u64),
+            "ftruncate grow",
+        );
+        assert_denied(
+            sys::fs::add_seals(block.fd(), SealFlags::FUTURE_WRITE),
             "adding seals",
         );
     }
@@ -405,20 +377,22 @@ mod tests {
     fn control_block_is_not_accepted_as_a_ring() {
         let block = SharedMemory::create_control_block("shmcast-test-ctl", LEN).unwrap();
         match map_ring_readonly(dup(block.fd()), LEN) {
-            Err(MapError::NotSealed { missing }) => assert_eq!(missing, SealFlags::FUTURE_WRITE),
+            Err(MapError::NotSealed { missing }) => {
+                assert_eq!(missing, seal_names(SealFlags::FUTURE_WRITE))
+            }
             other => panic!("expected NotSealed, got {other:?}"),
         }
     }
 
     #[test]
     fn unsealed_or_foreign_descriptors_are_refused() {
-        let fd = sys::memfd_create_sealable("shmcast-test-unsealed").unwrap();
-        sys::ftruncate(fd.as_fd(), LEN as u64).unwrap();
+        let fd = sys::fs::memfd_create_sealable("shmcast-test-unsealed").unwrap();
+        sys::fs::ftruncate(fd.as_fd(), LEN as u64).unwrap();
         match map_ring_readonly(dup(fd.as_fd()), LEN) {
-            Err(MapError::NotSealed { missing }) => assert_eq!(missing, RING_SEALS),
+            Err(MapError::NotSealed { missing }) => assert_eq!(missing, seal_names(RING_SEALS)),
             other => panic!("expected NotSealed, got {other:?}"),
         }
-        sys::add_seals(fd.as_fd(), SealFlags::SHRINK | SealFlags::GROW).unwrap();
+        sys::fs::add_seals(fd.as_fd(), SealFlags::SHRINK | SealFlags::GROW).unwrap();
         let err = map_ring_readonly(fd, LEN).unwrap_err();
         let text = err.to_string();
         assert!(
@@ -427,12 +401,12 @@ mod tests {
         );
         assert!(!text.contains("SHRINK"), "{text}");
 
-        let evfd = sys::eventfd_create(true).unwrap();
+        let evfd = sys::event::eventfd_create(true).unwrap();
         match map_ring_readonly(evfd, 1) {
-            Err(MapError::NotSealed { missing }) => assert_eq!(missing, RING_SEALS),
+            Err(MapError::NotSealed { missing }) => assert_eq!(missing, seal_names(RING_SEALS)),
             other => panic!("expected NotSealed, got {other:?}"),
         }
-        let evfd = sys::eventfd_create(true).unwrap();
+        let evfd = sys::event::eventfd_create(true).unwrap();
         assert!(matches!(
             map_control_block(evfd, LEN),
             Err(MapError::NotSealed { .. })
@@ -441,9 +415,9 @@ mod tests {
 
     /// A publisher's memfd sealed with exactly `seals` at `size` bytes, never mapped.
     fn sealed_memfd(size: u64, seals: SealFlags) -> OwnedFd {
-        let fd = sys::memfd_create_sealable("shmcast-test-sized").unwrap();
-        sys::ftruncate(fd.as_fd(), size).unwrap();
-        sys::add_seals(fd.as_fd(), seals).unwrap();
+        let fd = sys::fs::memfd_create_sealable("shmcast-test-sized").unwrap();
+        sys::fs::ftruncate(fd.as_fd(), size).unwrap();
+        sys::fs::add_seals(fd.as_fd(), seals).unwrap();
         fd
     }
 

@@ -29,22 +29,18 @@
 //! ```
 #![allow(unsafe_code)]
 
-use crate::error::{ConnectError, PodError, RecvError};
-use crate::handshake::{self, Hello, Reply};
-use crate::publisher::Admission;
-use crate::shm;
-use crate::sys::{self, RecvFdsError};
+use crate::connect;
+use crate::error::{ConnectError, RecvError};
+use crate::handshake::Hello;
+use crate::policy::Admission;
+use crate::readiness::Readiness;
+use crate::sample::Sample;
+use crate::sys;
 use crate::topic;
-use shmcast_core::{CONTROL_BLOCK_LEN, Frame, HEADER_LEN, Mode, ReadError, Reader, Region, Start};
-use std::io;
-use std::ops::Deref;
+use crate::wake::{self, Slept};
+use shmcast_core::{Frame, Mode, ReadError, Reader, Start};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-
-const TOKEN_SELF: u64 = 1;
-const TOKEN_SOCKET: u64 = 2;
 
 /// Settings for a [`Subscriber`].
 #[derive(Clone, Debug)]
@@ -160,12 +156,9 @@ pub struct Subscriber {
     sock: OwnedFd,
     /// The publisher hung up.
     gone: bool,
-    /// What [`AsFd`] exposes: `sock` and `own`, level-triggered.
-    epoll: OwnedFd,
-    /// A timer only this subscriber holds, registered edge-triggered in `epoll` and never
-    /// read: `try_recv` arms it to make the descriptor readable by itself, at once or after a
-    /// nap.
-    own: OwnedFd,
+    /// What [`AsFd`] exposes: doorbells and hang-ups on `sock`, and a timer `try_recv` arms
+    /// to make the descriptor readable by itself.
+    readiness: Readiness,
     /// Consecutive `try_recv` calls that found data announced but nothing readable.
     stuck: u32,
     buf: Vec<u8>,
@@ -200,126 +193,21 @@ impl Subscriber {
 
     fn open(b: SubscriberBuilder) -> Result<Subscriber, ConnectError> {
         let path = topic::resolve(&b.topic, false)?;
-        let deadline = b
-            .connect_timeout
-            .and_then(|t| Instant::now().checked_add(t));
-        let mut backoff = Duration::from_millis(1);
-        let sock = loop {
-            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            match sys::seqpacket_connect(
-                &path,
-                Some(
-                    left.unwrap_or(b.handshake_timeout)
-                        .max(Duration::from_millis(1)),
-                ),
-            ) {
-                Ok(s) => break s,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
-                    ) =>
-                {
-                    match left {
-                        Some(left) if !left.is_zero() => {
-                            std::thread::sleep(backoff.min(left));
-                            backoff = (backoff * 2).min(Duration::from_millis(50));
-                        }
-                        _ => return Err(ConnectError::NoPublisher(path)),
-                    }
-                }
-                Err(e) => return Err(e.into()),
-            }
-        };
-
-        // Whoever bound the socket: an explicit path may lie where others can bind.
-        let uid = sys::peer_cred(sock.as_fd())?.uid;
-        if !b.publisher.admits(uid) {
-            return Err(ConnectError::UntrustedPublisher { path, uid });
-        }
-
-        // A publisher that refuses us at once (credentials, overload) may already have closed
-        // the connection: its refusal is still queued, so read the reply even if sending failed.
+        let sock = connect::dial(&path, b.connect_timeout, b.handshake_timeout)?;
+        connect::check_publisher(&sock, &path, &b.publisher)?;
         let hello = Hello {
             mode: b.mode,
             start: b.start,
         };
-        let sent = sys::send_packet(sock.as_fd(), &hello.encode());
-        sys::set_recv_timeout(sock.as_fd(), Some(b.handshake_timeout))?;
-        let mut buf = [0u8; handshake::MAX_PACKET];
-        let (n, fds) =
-            match sys::recv_with_fds_of(sock.as_fd(), &mut buf, &[0, handshake::WELCOME_FDS]) {
-                Ok(r) => r,
-                Err(RecvFdsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {
-                    return Err(ConnectError::HandshakeTimeout);
-                }
-                Err(RecvFdsError::HungUp) => {
-                    return Err(match sent {
-                        // It closed before reading our request: a refusal whose text was lost.
-                        Err(_) => ConnectError::Refused {
-                            reason: "the publisher closed the connection before the handshake"
-                                .into(),
-                        },
-                        Ok(()) => ConnectError::Protocol("publisher closed the connection".into()),
-                    });
-                }
-                Err(RecvFdsError::Io(e)) => return Err(e.into()),
-                Err(e) => return Err(ConnectError::Protocol(e.to_string())),
-            };
-        let (ring_len, cb_len) = match Reply::decode(&buf[..n]) {
-            Ok(Reply::Refuse { text, .. }) => return Err(ConnectError::Refused { reason: text }),
-            Ok(Reply::Welcome {
-                ring_len, cb_len, ..
-            }) if fds.len() == handshake::WELCOME_FDS => (ring_len, cb_len),
-            Ok(Reply::Welcome { .. }) => {
-                return Err(ConnectError::Protocol("welcome without descriptors".into()));
-            }
-            Err(e) => return Err(ConnectError::Protocol(e.to_string())),
-        };
-        if cb_len != CONTROL_BLOCK_LEN as u64 || ring_len < HEADER_LEN as u64 {
-            return Err(ConnectError::Protocol(format!(
-                "unexpected sizes: ring {ring_len}, control block {cb_len}"
-            )));
-        }
-        let [ring_fd, cb_fd]: [OwnedFd; handshake::WELCOME_FDS] = fds
-            .try_into()
-            .map_err(|_| ConnectError::Protocol("descriptor count".into()))?;
-
-        let map_err =
-            |e: shm::MapError| ConnectError::Protocol(format!("shared memory refused: {e}"));
-        let ring = Arc::new(shm::map_ring_readonly(ring_fd, HEADER_LEN).map_err(map_err)?);
-        // The announced size is the publisher's claim about its own descriptor: a mismatch means
-        // it lies or sent the wrong file.
-        if ring.len() as u64 != ring_len {
-            return Err(ConnectError::Protocol(format!(
-                "the welcome announces a ring of {ring_len} bytes, its descriptor has {}",
-                ring.len()
-            )));
-        }
-        let cb = Arc::new(shm::map_control_block(cb_fd, CONTROL_BLOCK_LEN).map_err(map_err)?);
-        let (ring_ptr, ring_len) = (ring.as_ptr().cast_mut(), ring.len());
-        // SAFETY: read-only mapping, sealed against shrinking (checked by map_ring_readonly),
-        // page-aligned, kept alive by the Arc owner; the reader never stores into it.
-        let ring = unsafe { Region::from_raw_parts(ring_ptr, ring_len, ring.clone()) }
-            .ok_or_else(|| ConnectError::Protocol("misaligned ring mapping".into()))?;
-        // SAFETY: the control block mapping is read-write, CONTROL_BLOCK_LEN bytes, sealed
-        // against shrinking, page-aligned and kept alive by the Arc owner.
-        let cb = unsafe { Region::from_raw_parts(cb.as_ptr(), cb.len(), cb.clone()) }
-            .ok_or_else(|| ConnectError::Protocol("misaligned control block".into()))?;
-        let reader = Reader::attach(ring, cb).map_err(ConnectError::Layout)?;
-
-        sys::set_nonblocking(sock.as_fd(), true)?;
-        let own = sys::timerfd_create()?;
-        let epoll = sys::epoll_create()?;
-        sys::epoll_add(epoll.as_fd(), sock.as_fd(), TOKEN_SOCKET)?;
-        // Edge-triggered and never read: each expiry makes one event.
-        sys::epoll_add_edge(epoll.as_fd(), own.as_fd(), TOKEN_SELF)?;
+        let welcome = connect::exchange(&sock, hello, b.handshake_timeout)?;
+        let reader = connect::attach(welcome)?;
+        sys::net::set_nonblocking(sock.as_fd(), true)?;
+        let readiness = Readiness::new(sock.as_fd())?;
         Ok(Subscriber {
             reader,
             sock,
             gone: false,
-            epoll,
-            own,
+            readiness,
             stuck: 0,
             buf: Vec::new(),
             spin: b.spin,
@@ -368,12 +256,12 @@ impl Subscriber {
         // event loop comes back: at once at first, after a nap once the race should have settled
         // (as `recv` does), so a loop on a stuck ring does not spin. A hang-up still wakes it.
         self.stuck = self.stuck.saturating_add(1);
-        let after = if self.stuck <= crate::STUCK_SPINS {
+        let after = if self.stuck <= wake::STUCK_SPINS {
             Duration::ZERO
         } else {
-            crate::STUCK_NAP
+            wake::STUCK_NAP
         };
-        sys::timerfd_arm(self.own.as_fd(), after).map_err(RecvError::Io)?;
+        self.readiness.arm(after).map_err(RecvError::Io)?;
         Err(RecvError::Empty)
     }
 
@@ -411,21 +299,19 @@ impl Subscriber {
                     let d = *deadline
                         .get_or_insert_with(|| now.checked_add(t).unwrap_or_else(far_future));
                     match d.checked_duration_since(now) {
-                        Some(left) if !left.is_zero() => left.min(crate::PARK_RECHECK),
+                        Some(left) if !left.is_zero() => left.min(wake::PARK_RECHECK),
                         _ => return Err(RecvError::Timeout),
                     }
                 }
-                None => crate::PARK_RECHECK,
+                None => wake::PARK_RECHECK,
             };
             // Sleep on the ring's wake word: one FUTEX_WAKE from the publisher wakes every
             // subscriber sleeping there. A dead publisher wakes nobody: its hang-up is noticed
             // after a sleep that ends with the word unchanged (a timeout, at most PARK_RECHECK).
-            if let Some(word) = self.reader.prepare_park_futex() {
+            let slept = wake::sleep_on_word(&mut self.reader, timeout).map_err(RecvError::Io)?;
+            if slept != Slept::NotParked {
                 self.parks += 1;
-                let waited = sys::futex_wait(self.reader.wake_word(), word, timeout);
-                self.reader.unpark();
-                waited.map_err(RecvError::Io)?;
-                if self.reader.wake_word().load(Ordering::Relaxed) == word {
+                if slept == Slept::Unchanged {
                     self.poll_events(Some(Duration::ZERO))?;
                 }
             } else if self.gone {
@@ -441,21 +327,19 @@ impl Subscriber {
                 // (brief), or a ring left where no read can progress. Look for a hang-up, which
                 // ends the latter; once the race should have settled, nap between looks.
                 fruitless = fruitless.saturating_add(1);
-                let nap = if fruitless <= crate::STUCK_SPINS {
+                let nap = if fruitless <= wake::STUCK_SPINS {
                     Duration::ZERO
                 } else {
-                    timeout.min(crate::STUCK_NAP)
+                    timeout.min(wake::STUCK_NAP)
                 };
                 self.poll_events(Some(nap))?;
             }
         }
     }
 
-    /// Waits on the epoll set; notes a publisher hang-up.
+    /// Waits on the descriptor's set; notes a publisher hang-up.
     fn poll_events(&mut self, timeout: Option<Duration>) -> Result<(), RecvError> {
-        let mut tokens = [0u64; 4];
-        let n = sys::epoll_wait(self.epoll.as_fd(), &mut tokens, timeout).map_err(RecvError::Io)?;
-        if tokens[..n].contains(&TOKEN_SOCKET) {
+        if self.readiness.poll(timeout).map_err(RecvError::Io)? {
             self.check_socket();
         }
         Ok(())
@@ -463,7 +347,7 @@ impl Subscriber {
 
     /// Takes the publisher's doorbells; notes a hang-up.
     fn check_socket(&mut self) {
-        if !self.gone && !sys::doorbell_drain(self.sock.as_fd()) {
+        if !self.gone && !wake::drain_doorbells(self.sock.as_fd()) {
             // Hung up: the publisher is gone; its last commit happened before the hang-up.
             self.gone = true;
             self.reader.set_writer_gone();
@@ -494,18 +378,32 @@ impl Subscriber {
 
     fn sample(&mut self, got: Got) -> Sample<'_> {
         match got {
-            Got::InPlace(frame) => Sample {
-                seq: frame.seq(),
-                len: frame.len(),
-                frame: Some(frame),
-                sub: self,
-            },
-            Got::Copied { seq, len } => Sample {
-                seq,
-                len,
-                frame: None,
-                sub: self,
-            },
+            Got::InPlace(frame) => Sample::in_place(self, frame),
+            Got::Copied { seq, len } => Sample::copied(self, seq, len),
+        }
+    }
+
+    /// The payload of an in-place frame.
+    ///
+    /// # Safety
+    ///
+    /// `frame` was peeked by this subscriber while gating and is not yet released: the
+    /// publisher does not write it until then.
+    pub(crate) unsafe fn payload(&self, frame: &Frame) -> &[u8] {
+        // SAFETY: the caller's promise above.
+        unsafe { self.reader.payload(frame) }
+    }
+
+    /// The copy the last lossy receive made.
+    pub(crate) fn copied(&self, len: usize) -> &[u8] {
+        &self.buf[..len]
+    }
+
+    /// Releases an in-place frame and, if the publisher waits for space, rings its doorbell.
+    pub(crate) fn release(&mut self, frame: Frame) {
+        if self.reader.release(frame) && !self.gone {
+            // Never blocks; a full queue means the publisher already has a doorbell pending.
+            let _ = wake::ring_doorbell(self.sock.as_fd());
         }
     }
 
@@ -546,62 +444,6 @@ impl AsFd for Subscriber {
     /// Readable when a message may be waiting (after `try_recv` returned `Empty`) or the
     /// publisher went away. Level-triggered: poll, then `try_recv` until `Empty`.
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.epoll.as_fd()
-    }
-}
-
-/// A received message. For a gating subscriber it is a view of the ring itself, released when
-/// dropped; for a lossy one, a validated copy.
-pub struct Sample<'a> {
-    sub: &'a mut Subscriber,
-    frame: Option<Frame>,
-    seq: u64,
-    len: usize,
-}
-
-impl Sample<'_> {
-    /// The message's sequence number (0 for the publisher's first message).
-    pub fn seq(&self) -> u64 {
-        self.seq
-    }
-
-    /// The payload as a `T`.
-    pub fn as_pod<T: bytemuck::Pod>(&self) -> Result<&T, PodError> {
-        bytemuck::try_from_bytes(self).map_err(crate::publisher::pod_error::<T>(self.len))
-    }
-}
-
-impl Deref for Sample<'_> {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match &self.frame {
-            // A demotion (only past a configured stall bound) ends the promise below:
-            // docs/architecture.md, "Demotion".
-            // SAFETY: in-place frames are gating ones; the publisher does not write them before
-            // their release in Drop, after every borrow of this slice has ended.
-            Some(frame) => unsafe { self.sub.reader.payload(frame) },
-            None => &self.sub.buf[..self.len],
-        }
-    }
-}
-
-impl Drop for Sample<'_> {
-    fn drop(&mut self) {
-        if let Some(frame) = self.frame.take()
-            && self.sub.reader.release(frame)
-            && !self.sub.gone
-        {
-            // Never blocks; a full queue means the publisher already has a doorbell pending.
-            let _ = sys::doorbell_ring(self.sub.sock.as_fd());
-        }
-    }
-}
-
-impl std::fmt::Debug for Sample<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sample")
-            .field("seq", &self.seq)
-            .field("len", &self.len)
-            .finish()
+        self.readiness.as_fd()
     }
 }

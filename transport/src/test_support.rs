@@ -4,14 +4,16 @@
 //! publisher that serves one hand-made reply, and checkers of what the decoders and the writer
 //! promise whatever their input, shared by property tests and fuzz targets.
 
-use crate::handshake::{self, Hello, RefuseCode, Reply};
+use crate::connect;
+use crate::error::{ConnectError, RefuseReason};
+use crate::handshake::{self, Hello, Reply};
 use crate::sys;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
 /// Counts this process's open descriptors (for leak checks).
 pub fn open_fd_count() -> std::io::Result<usize> {
-    sys::fd_count()
+    sys::process::fd_count()
 }
 
 /// Connects to `path`, asks as a lossy subscriber and returns the descriptors of the
@@ -20,28 +22,23 @@ pub fn raw_handshake(path: &Path) -> std::io::Result<Result<(Vec<OwnedFd>, Owned
     raw_handshake_as(path, crate::Mode::Lossy)
 }
 
-/// [`raw_handshake`] asking for `mode`.
+/// [`raw_handshake`] asking for `mode`: the subscriber's own handshake client, stopped before
+/// anything is checked or mapped. A refusal comes back as its text; a reply that breaks the
+/// protocol as an error.
 pub fn raw_handshake_as(
     path: &Path,
     mode: crate::Mode,
 ) -> std::io::Result<Result<(Vec<OwnedFd>, OwnedFd), String>> {
-    let sock = sys::seqpacket_connect(path, Some(std::time::Duration::from_secs(5)))?;
+    let step = std::time::Duration::from_secs(5);
+    let sock = sys::net::seqpacket_connect(path, Some(step))?;
     let hello = Hello {
         mode,
         start: crate::Start::Newest,
     };
-    // A refusing publisher may have closed already; its refusal is still queued.
-    let _ = sys::send_packet(sock.as_fd(), &hello.encode());
-    sys::set_recv_timeout(sock.as_fd(), Some(std::time::Duration::from_secs(5)))?;
-    let mut buf = [0u8; handshake::MAX_PACKET];
-    let (n, fds) = sys::recv_with_fds_of(sock.as_fd(), &mut buf, &[0, handshake::WELCOME_FDS])
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
-    match Reply::decode(&buf[..n]) {
-        Ok(Reply::Welcome { .. }) => Ok(Ok((fds, sock))),
-        Ok(Reply::Refuse { text, .. }) => {
-            assert!(fds.is_empty(), "a refusal carries no descriptors");
-            Ok(Err(text))
-        }
+    match connect::exchange(&sock, hello, step) {
+        Ok(welcome) => Ok(Ok((vec![welcome.ring, welcome.control_block], sock))),
+        Err(ConnectError::Refused { reason, .. }) => Ok(Err(reason)),
+        Err(ConnectError::Io(e)) => Err(e),
         Err(e) => Err(std::io::Error::other(e.to_string())),
     }
 }
@@ -132,11 +129,11 @@ pub fn sample_replies() -> Vec<Vec<u8>> {
         out.push(welcome.encode());
     }
     let refusals = [
-        (RefuseCode::PermissionDenied, String::new()),
-        (RefuseCode::Version, "protocol version 9".into()),
-        (RefuseCode::BadRequest, "é".repeat(200)),
-        (RefuseCode::Busy, "x".repeat(1000)),
-        (RefuseCode::Internal, "ring full ✓".into()),
+        (RefuseReason::PermissionDenied, String::new()),
+        (RefuseReason::Version, "protocol version 9".into()),
+        (RefuseReason::BadRequest, "é".repeat(200)),
+        (RefuseReason::Busy, "x".repeat(1000)),
+        (RefuseReason::Internal, "ring full ✓".into()),
     ];
     for (code, text) in refusals {
         out.push(Reply::refuse(code, text).encode());
@@ -146,7 +143,7 @@ pub fn sample_replies() -> Vec<Vec<u8>> {
 
 /// Connects to `path` and says nothing.
 pub fn raw_connect(path: &Path) -> std::io::Result<OwnedFd> {
-    sys::seqpacket_connect(path, Some(std::time::Duration::from_secs(5)))
+    sys::net::seqpacket_connect(path, Some(std::time::Duration::from_secs(5)))
 }
 
 /// Sends raw bytes (and optionally descriptors) on a new connection to `path` and returns
@@ -156,11 +153,11 @@ pub fn raw_send(
     bytes: &[u8],
     fds: &[std::os::fd::BorrowedFd<'_>],
 ) -> std::io::Result<Option<String>> {
-    let sock = sys::seqpacket_connect(path, Some(std::time::Duration::from_secs(5)))?;
-    sys::send_with_fds(sock.as_fd(), bytes, fds)?;
-    sys::set_recv_timeout(sock.as_fd(), Some(std::time::Duration::from_secs(5)))?;
+    let sock = sys::net::seqpacket_connect(path, Some(std::time::Duration::from_secs(5)))?;
+    sys::packet::send_with_fds(sock.as_fd(), bytes, fds)?;
+    sys::net::set_recv_timeout(sock.as_fd(), Some(std::time::Duration::from_secs(5)))?;
     let mut buf = [0u8; handshake::MAX_PACKET];
-    match sys::recv_with_fds_of(sock.as_fd(), &mut buf, &[0, handshake::WELCOME_FDS]) {
+    match sys::packet::recv_with_fds_of(sock.as_fd(), &mut buf, &[0, handshake::WELCOME_FDS]) {
         Ok((n, _)) => Ok(match Reply::decode(&buf[..n]) {
             Ok(Reply::Refuse { text, .. }) => Some(text),
             Ok(Reply::Welcome { .. }) => Some("welcome".into()),
@@ -176,7 +173,7 @@ pub fn try_send_fds(
     sock: std::os::fd::BorrowedFd<'_>,
     fds: &[std::os::fd::BorrowedFd<'_>],
 ) -> std::io::Result<bool> {
-    sys::try_send_with_fds(sock, b"x", fds)
+    sys::packet::try_send_with_fds(sock, b"x", fds)
 }
 
 // The publisher's side of the handshake, played by hand (the hostile-publisher tests).
@@ -201,22 +198,22 @@ pub fn serve_one(
     fds: &[std::os::fd::BorrowedFd<'_>],
 ) -> std::io::Result<OwnedFd> {
     let step = Some(std::time::Duration::from_secs(5));
-    let listener = sys::seqpacket_listen(path)?;
-    let accepted = sys::wait_readable(listener.as_fd(), step).and_then(|ready| {
+    let listener = sys::net::seqpacket_listen(path)?;
+    let accepted = sys::event::wait_readable(listener.as_fd(), step).and_then(|ready| {
         if ready {
-            sys::seqpacket_accept(listener.as_fd(), false)
+            sys::net::seqpacket_accept(listener.as_fd(), false)
         } else {
             Err(std::io::ErrorKind::TimedOut.into())
         }
     });
     let _ = std::fs::remove_file(path);
     let conn = accepted?;
-    sys::set_recv_timeout(conn.as_fd(), step)?;
+    sys::net::set_recv_timeout(conn.as_fd(), step)?;
     let mut buf = [0u8; handshake::MAX_PACKET];
-    let n = sys::recv_packet(conn.as_fd(), &mut buf)
+    let n = sys::packet::recv_packet(conn.as_fd(), &mut buf)
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     Hello::decode(&buf[..n]).map_err(|e| std::io::Error::other(e.to_string()))?;
-    sys::send_with_fds(conn.as_fd(), reply, fds)?;
+    sys::packet::send_with_fds(conn.as_fd(), reply, fds)?;
     Ok(conn)
 }
 

@@ -41,7 +41,7 @@ pub(crate) fn resolve(topic: &str, create: bool) -> Result<PathBuf, TopicError> 
 pub(crate) fn directory() -> PathBuf {
     match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
         Some(runtime) if runtime.is_absolute() => runtime.join("shmcast"),
-        _ => PathBuf::from(format!("/tmp/shmcast-{}", sys::getuid())),
+        _ => PathBuf::from(format!("/tmp/shmcast-{}", sys::process::getuid())),
     }
 }
 
@@ -59,7 +59,7 @@ fn check_directory(dir: &Path) -> Result<(), TopicError> {
     if !meta.is_dir() {
         return Err(insecure("not a directory".into()));
     }
-    if meta.uid() != sys::getuid() {
+    if meta.uid() != sys::process::getuid() {
         return Err(insecure(format!("owned by uid {}", meta.uid())));
     }
     if meta.mode() & 0o077 != 0 {

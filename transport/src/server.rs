@@ -1,6 +1,6 @@
-//! The publisher's control thread: accepts connections, checks credentials, runs the
-//! handshake, hands over the descriptors, admits subscribers into the ring, and removes each one
-//! the moment its connection hangs up.
+//! The publisher's server thread: accepts connections on the topic socket, checks credentials,
+//! runs the publisher's half of the handshake, hands over the descriptors, admits subscribers
+//! into the ring, and removes each one the moment its connection hangs up.
 //!
 //! # Overload and failure
 //!
@@ -9,80 +9,29 @@
 //!   timeout is refused or dropped; others are not delayed (everything here is non-blocking).
 //! * More than `max_pending` clients mid-handshake: new ones are refused as busy.
 //! * `max_subscribers` admitted, or the process short of descriptors (less than an eighth of
-//!   `RLIMIT_NOFILE` free, see [`descriptor_reserve`]): new ones are refused as busy.
+//!   `RLIMIT_NOFILE` free, see [`descriptor_reserve`](crate::policy::descriptor_reserve)): new
+//!   ones are refused as busy.
 //! * A hang-up removes the subscriber and signals a publisher waiting for space.
-#![allow(unsafe_code)]
 
-use crate::handshake::{self, Hello, RefuseCode, Reply};
-use crate::publisher::{Link, Shared};
+use crate::error::RefuseReason;
+use crate::handshake::{self, Hello, Reply};
+use crate::policy;
+use crate::shared::Shared;
 use crate::shm::SharedMemory;
-use crate::sys::{self, RecvFdsError};
-use shmcast_core::{CONTROL_BLOCK_LEN, Region, SubscriberId};
+use crate::sys::{self, packet::RecvFdsError};
+use crate::wake::Link;
+use shmcast_core::{CONTROL_BLOCK_LEN, SubscriberId};
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::path::Path;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Descriptors a publisher keeps free for the rest of its program: an eighth of its limit,
-/// between 16 and 256. No subscriber is admitted into the reserve.
-pub(crate) fn descriptor_reserve(limit: u64) -> u64 {
-    (limit / 8).clamp(16, 256)
-}
-
 const TOKEN_LISTENER: u64 = 0;
 const TOKEN_SHUTDOWN: u64 = 1;
 const FIRST_CONN: u64 = 2;
-/// Longest wait for another publisher binding in the same directory.
-const BIND_LOCK_WAIT: Duration = Duration::from_secs(5);
-
-/// Binds the topic socket, replacing a stale one left by a dead publisher.
-pub(crate) fn bind_topic(path: &Path) -> Result<OwnedFd, crate::BindError> {
-    // "Refused, so stale: remove it and listen" is two steps; without the lock, two publishers
-    // that both found the same stale socket could each remove it, and the second would delete
-    // the first one's live socket. Publishers of topics in one directory take turns here (for
-    // milliseconds). A directory we may not open (no read permission) goes unlocked.
-    let dir = match path.parent() {
-        Some(d) if d.as_os_str().is_empty() => Path::new("."),
-        Some(d) => d,
-        None => Path::new("/"),
-    };
-    let _turn = match sys::lock_dir(dir, BIND_LOCK_WAIT) {
-        Ok(lock) => Some(lock),
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-            return Err(crate::BindError::TopicInUse(path.to_owned()));
-        }
-        Err(_) => None,
-    };
-    for _ in 0..3 {
-        match sys::seqpacket_listen(path) {
-            Ok(fd) => return Ok(fd),
-            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {}
-            Err(e) => return Err(e.into()),
-        }
-        match sys::seqpacket_connect(path, Some(Duration::from_secs(1))) {
-            // Somebody answers: a live publisher.
-            Ok(_) => return Err(crate::BindError::TopicInUse(path.to_owned())),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                return Err(crate::BindError::TopicInUse(path.to_owned()));
-            }
-            // Nobody listens: the file is left over from a crash.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                match std::fs::remove_file(path) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(crate::BindError::TopicInUse(path.to_owned()))
-}
 
 enum State {
     Handshake { deadline: Instant },
@@ -94,7 +43,7 @@ struct Conn {
     state: State,
 }
 
-struct Control {
+struct Server {
     shared: Arc<Shared>,
     listener: OwnedFd,
     epoll: OwnedFd,
@@ -108,11 +57,11 @@ pub(crate) fn spawn(
     shared: Arc<Shared>,
     shutdown: Arc<OwnedFd>,
 ) -> io::Result<JoinHandle<()>> {
-    sys::set_nonblocking(listener.as_fd(), true)?;
-    let epoll = sys::epoll_create()?;
-    sys::epoll_add(epoll.as_fd(), listener.as_fd(), TOKEN_LISTENER)?;
-    sys::epoll_add(epoll.as_fd(), shutdown.as_fd(), TOKEN_SHUTDOWN)?;
-    let mut control = Control {
+    sys::net::set_nonblocking(listener.as_fd(), true)?;
+    let epoll = sys::event::epoll_create()?;
+    sys::event::epoll_add(epoll.as_fd(), listener.as_fd(), TOKEN_LISTENER)?;
+    sys::event::epoll_add(epoll.as_fd(), shutdown.as_fd(), TOKEN_SHUTDOWN)?;
+    let mut server = Server {
         shared,
         listener,
         epoll,
@@ -121,11 +70,11 @@ pub(crate) fn spawn(
         next_token: FIRST_CONN,
     };
     std::thread::Builder::new()
-        .name("shmcast-control".into())
-        .spawn(move || control.run())
+        .name("shmcast-server".into())
+        .spawn(move || server.run())
 }
 
-impl Control {
+impl Server {
     fn run(&mut self) {
         let mut tokens = [0u64; 32];
         loop {
@@ -138,7 +87,7 @@ impl Control {
                 })
                 .min()
                 .map(|d| d.saturating_duration_since(Instant::now()));
-            let n = match sys::epoll_wait(self.epoll.as_fd(), &mut tokens, timeout) {
+            let n = match sys::event::epoll_wait(self.epoll.as_fd(), &mut tokens, timeout) {
                 Ok(n) => n,
                 Err(_) => {
                     // epoll itself failing leaves nothing to serve with; back off and retry.
@@ -159,7 +108,7 @@ impl Control {
 
     fn accept_all(&mut self) {
         loop {
-            let sock = match sys::seqpacket_accept(self.listener.as_fd(), true) {
+            let sock = match sys::net::seqpacket_accept(self.listener.as_fd(), true) {
                 Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 // Out of descriptors and the like: leave the rest queued, and pause so that a
@@ -169,17 +118,21 @@ impl Control {
                     return;
                 }
             };
-            let uid = match sys::peer_cred(sock.as_fd()) {
+            let uid = match sys::net::peer_cred(sock.as_fd()) {
                 Ok(c) => c.uid,
                 Err(_) => {
-                    self.refuse(&sock, RefuseCode::Internal, "cannot read peer credentials");
+                    self.refuse(
+                        &sock,
+                        RefuseReason::Internal,
+                        "cannot read peer credentials",
+                    );
                     continue;
                 }
             };
             if !self.shared.admission.admits(uid) {
                 self.refuse(
                     &sock,
-                    RefuseCode::PermissionDenied,
+                    RefuseReason::PermissionDenied,
                     &format!("uid {uid} is not admitted"),
                 );
                 continue;
@@ -190,16 +143,16 @@ impl Control {
                 .filter(|c| matches!(c.state, State::Handshake { .. }))
                 .count();
             if pending >= self.shared.max_pending {
-                self.refuse(&sock, RefuseCode::Busy, "too many pending handshakes");
+                self.refuse(&sock, RefuseReason::Busy, "too many pending handshakes");
                 continue;
             }
             if let Some(why) = self.full(&sock) {
-                self.refuse(&sock, RefuseCode::Busy, &why);
+                self.refuse(&sock, RefuseReason::Busy, &why);
                 continue;
             }
             let token = self.next_token;
             self.next_token += 1;
-            if sys::epoll_add(self.epoll.as_fd(), sock.as_fd(), token).is_err() {
+            if sys::event::epoll_add(self.epoll.as_fd(), sock.as_fd(), token).is_err() {
                 continue;
             }
             let deadline = Instant::now() + self.shared.handshake_timeout;
@@ -213,36 +166,20 @@ impl Control {
         }
     }
 
-    /// Why a new subscriber cannot be admitted now, if it cannot: the subscriber limit is
-    /// reached, or admitting it (its connection `sock` is open already, its control block would
-    /// follow) would leave less than the descriptor reserve free.
+    /// Why a new subscriber cannot be admitted now, if it cannot (see
+    /// [`policy::capacity_refusal`]).
     fn full(&self, sock: &OwnedFd) -> Option<String> {
         let admitted = self
             .conns
             .values()
             .filter(|c| matches!(c.state, State::Admitted { .. }))
             .count();
-        if let Some(max) = self.shared.max_subscribers
-            && admitted >= max
-        {
-            return Some(format!("the topic has its maximum of {max} subscribers"));
-        }
-        // Descriptors are allocated lowest first, so every number below `sock`'s is open: a
-        // lower bound of the count, without listing them.
-        let limit = sys::descriptor_limit();
-        let reserve = descriptor_reserve(limit);
-        let after = u64::try_from(sock.as_raw_fd()).unwrap_or(0) + 2;
-        (after.saturating_add(reserve) > limit).then(|| {
-            format!(
-                "the publisher is short of descriptors ({after} of its limit of {limit} in use \
-                 with this subscriber, {reserve} kept for the rest of the program)"
-            )
-        })
+        policy::capacity_refusal(admitted, self.shared.max_subscribers, sock.as_fd())
     }
 
-    fn refuse(&self, sock: &OwnedFd, code: RefuseCode, text: &str) {
+    fn refuse(&self, sock: &OwnedFd, code: RefuseReason, text: &str) {
         self.shared.refused.fetch_add(1, Ordering::Relaxed);
-        let _ = sys::send_packet(sock.as_fd(), &Reply::refuse(code, text).encode());
+        let _ = sys::packet::send_packet(sock.as_fd(), &Reply::refuse(code, text).encode());
     }
 
     fn service(&mut self, token: u64) {
@@ -258,7 +195,7 @@ impl Control {
             return;
         }
         let mut buf = [0u8; handshake::MAX_PACKET];
-        let received = sys::recv_packet(conn.sock.as_fd(), &mut buf);
+        let received = sys::packet::recv_packet(conn.sock.as_fd(), &mut buf);
         match (&conn.state, received) {
             (_, Err(RecvFdsError::Io(e))) if e.kind() == io::ErrorKind::WouldBlock => {}
             (State::Handshake { .. }, Ok(n)) => {
@@ -277,8 +214,8 @@ impl Control {
                     }
                     Err(e) => {
                         let code = match e {
-                            handshake::DecodeError::Version(_) => RefuseCode::Version,
-                            _ => RefuseCode::BadRequest,
+                            crate::error::DecodeError::Version(_) => RefuseReason::Version,
+                            _ => RefuseReason::BadRequest,
                         };
                         self.refuse(&conn.sock, code, &e.to_string());
                     }
@@ -287,7 +224,7 @@ impl Control {
             (State::Handshake { .. }, Err(e)) => {
                 let conn = self.conns.remove(&token).expect("present");
                 if !matches!(e, RecvFdsError::HungUp) {
-                    self.refuse(&conn.sock, RefuseCode::BadRequest, &e.to_string());
+                    self.refuse(&conn.sock, RefuseReason::BadRequest, &e.to_string());
                 }
             }
             (State::Admitted { .. }, _) => unreachable!("handled above"),
@@ -297,21 +234,18 @@ impl Control {
     fn admit(&self, token: u64, sock: &Arc<OwnedFd>, hello: Hello) -> Option<SubscriberId> {
         // Others may have been admitted since this client was accepted.
         if let Some(why) = self.full(sock) {
-            self.refuse(sock, RefuseCode::Busy, &why);
+            self.refuse(sock, RefuseReason::Busy, &why);
             return None;
         }
-        let prepared = (|| -> io::Result<_> {
+        let prepared = (|| -> Result<_, Box<dyn std::error::Error>> {
             let cb = Arc::new(SharedMemory::create_control_block(
                 "shmcast-cb",
                 CONTROL_BLOCK_LEN,
             )?);
-            // SAFETY: the control block mapping is CONTROL_BLOCK_LEN bytes, page-aligned,
-            // read-write, and kept alive by the Arc passed as owner.
-            let region = unsafe { Region::from_raw_parts(cb.as_ptr(), cb.len(), cb.clone()) }
-                .ok_or_else(|| io::Error::other("misaligned control block"))?;
+            let region = cb.region()?;
             // From now on the connection's data is doorbells, read by the publisher.
-            sys::epoll_del(self.epoll.as_fd(), sock.as_fd())?;
-            sys::epoll_add_hangup(self.epoll.as_fd(), sock.as_fd(), token)?;
+            sys::event::epoll_del(self.epoll.as_fd(), sock.as_fd())?;
+            sys::event::epoll_add_hangup(self.epoll.as_fd(), sock.as_fd(), token)?;
             Ok((cb, region))
         })();
         let (cb, region) = match prepared {
@@ -319,7 +253,7 @@ impl Control {
             Err(e) => {
                 self.refuse(
                     sock,
-                    RefuseCode::Internal,
+                    RefuseReason::Internal,
                     &format!("cannot set up shared memory: {e}"),
                 );
                 return None;
@@ -332,7 +266,7 @@ impl Control {
                 Ok(id) => (id, ring_len),
                 Err(e) => {
                     drop(w);
-                    self.refuse(sock, RefuseCode::Internal, &e.to_string());
+                    self.refuse(sock, RefuseReason::Internal, &e.to_string());
                     return None;
                 }
             }
@@ -345,8 +279,8 @@ impl Control {
         .encode();
         let fds = [self.shared.ring_ro.as_fd(), cb.fd()];
         debug_assert_eq!(fds.len(), handshake::WELCOME_FDS);
-        if sys::send_with_fds(sock.as_fd(), &welcome, &fds).is_err()
-            || sys::epoll_add(self.shared.space_epoll.as_fd(), sock.as_fd(), id.0).is_err()
+        if sys::packet::send_with_fds(sock.as_fd(), &welcome, &fds).is_err()
+            || self.shared.space.watch(sock.as_fd(), id).is_err()
         {
             self.shared.lock().remove(id);
             return None;
@@ -358,10 +292,10 @@ impl Control {
     /// Removes a subscriber whose connection hung up, and wakes the publisher in case it was
     /// waiting for that subscriber's space.
     fn depart(&self, id: SubscriberId, sock: &OwnedFd) {
-        let _ = sys::epoll_del(self.shared.space_epoll.as_fd(), sock.as_fd());
+        self.shared.space.unwatch(sock.as_fd());
         self.shared.lock().remove(id);
         self.shared.departed.fetch_add(1, Ordering::Relaxed);
-        let _ = sys::eventfd_signal(self.shared.kick.as_fd());
+        self.shared.space.kick();
     }
 
     fn expire_handshakes(&mut self) {
@@ -374,13 +308,13 @@ impl Control {
             .collect();
         for token in expired {
             if let Some(conn) = self.conns.remove(&token) {
-                self.refuse(&conn.sock, RefuseCode::BadRequest, "handshake timed out");
+                self.refuse(&conn.sock, RefuseReason::BadRequest, "handshake timed out");
             }
         }
     }
 }
 
-impl Drop for Control {
+impl Drop for Server {
     fn drop(&mut self) {
         // Closing every connection tells each subscriber the publisher is gone.
         self.conns.clear();

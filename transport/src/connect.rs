@@ -1,0 +1,179 @@
+//! The subscriber's half of the handshake: find the publisher's socket (waiting for it with a
+//! backoff), check whom it belongs to, ask, and map what the welcome hands over.
+//!
+//! # Overload and failure
+//!
+//! * No socket, or a stale one: retried with a backoff of 1 to 50 ms until `connect_timeout`,
+//!   then [`ConnectError::NoPublisher`] naming the path.
+//! * A socket served by a uid the subscriber does not trust:
+//!   [`ConnectError::UntrustedPublisher`] before anything is sent or received.
+//! * A refusal: [`ConnectError::Refused`] with its [`RefuseReason`](crate::RefuseReason)
+//!   (busy, permission, version, ...) and the publisher's text.
+//! * No reply within the handshake timeout: [`ConnectError::HandshakeTimeout`].
+//! * A reply that breaks the protocol (malformed, wrong descriptors, unsealed or mis-sized
+//!   memory): [`ConnectError::Protocol`]; every descriptor that came with it is closed.
+
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use shmcast_core::{CONTROL_BLOCK_LEN, HEADER_LEN, Reader};
+
+use crate::error::{ConnectError, ProtocolError, RefuseReason};
+use crate::handshake::{self, Hello, Reply};
+use crate::policy::Admission;
+use crate::shm;
+use crate::sys::{self, packet::RecvFdsError};
+
+/// Longest pause between two attempts to find a publisher.
+const MAX_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Connects to the topic socket at `path`, waiting up to `wait` for a publisher to appear (`None`:
+/// fail at once). Each connect attempt is bounded by what is left of `wait`, or by `step` when
+/// not waiting.
+pub(crate) fn dial(
+    path: &Path,
+    wait: Option<Duration>,
+    step: Duration,
+) -> Result<OwnedFd, ConnectError> {
+    let deadline = wait.and_then(|t| Instant::now().checked_add(t));
+    let mut backoff = Duration::from_millis(1);
+    loop {
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let bound = left.unwrap_or(step).max(Duration::from_millis(1));
+        match sys::net::seqpacket_connect(path, Some(bound)) {
+            Ok(sock) => return Ok(sock),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
+                ) =>
+            {
+                match left {
+                    Some(left) if !left.is_zero() => {
+                        std::thread::sleep(backoff.min(left));
+                        backoff = (backoff * 2).min(MAX_BACKOFF);
+                    }
+                    _ => return Err(ConnectError::NoPublisher(path.to_owned())),
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Checks that the process serving `sock` runs as a uid `trusted` admits: an explicit path may
+/// lie where others can bind.
+pub(crate) fn check_publisher(
+    sock: &OwnedFd,
+    path: &Path,
+    trusted: &Admission,
+) -> Result<(), ConnectError> {
+    let uid = sys::net::peer_cred(sock.as_fd())?.uid;
+    if trusted.admits(uid) {
+        Ok(())
+    } else {
+        Err(ConnectError::UntrustedPublisher {
+            path: path.to_owned(),
+            uid,
+        })
+    }
+}
+
+/// What a welcome hands over, checked only as a record (not yet mapped).
+pub(crate) struct Welcome {
+    /// The ring size the welcome announces.
+    pub(crate) ring_len: u64,
+    /// The control block size the welcome announces.
+    pub(crate) cb_len: u64,
+    /// The ring's descriptor (read-only).
+    pub(crate) ring: OwnedFd,
+    /// This subscriber's control block.
+    pub(crate) control_block: OwnedFd,
+}
+
+/// Sends `hello` on `sock` and receives the publisher's reply, waiting at most `timeout`.
+pub(crate) fn exchange(
+    sock: &OwnedFd,
+    hello: Hello,
+    timeout: Duration,
+) -> Result<Welcome, ConnectError> {
+    // A publisher that refuses us at once (credentials, overload) may already have closed the
+    // connection: its refusal is still queued, so read the reply even if sending failed.
+    let sent = sys::packet::send_packet(sock.as_fd(), &hello.encode());
+    sys::net::set_recv_timeout(sock.as_fd(), Some(timeout))?;
+    let mut buf = [0u8; handshake::MAX_PACKET];
+    let received =
+        sys::packet::recv_with_fds_of(sock.as_fd(), &mut buf, &[0, handshake::WELCOME_FDS]);
+    let (n, fds) = match received {
+        Ok(r) => r,
+        Err(RecvFdsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {
+            return Err(ConnectError::HandshakeTimeout);
+        }
+        Err(RecvFdsError::HungUp) => {
+            return Err(match sent {
+                // It closed before reading our request: a refusal whose text was lost.
+                Err(_) => ConnectError::Refused {
+                    code: RefuseReason::Unstated,
+                    reason: "the publisher closed the connection before the handshake".into(),
+                },
+                Ok(()) => ProtocolError::Closed.into(),
+            });
+        }
+        Err(RecvFdsError::Io(e)) => return Err(e.into()),
+        Err(RecvFdsError::Truncated) => return Err(ProtocolError::Truncated.into()),
+        Err(RecvFdsError::WrongFdCount { expected, got }) => {
+            return Err(ProtocolError::Descriptors { expected, got }.into());
+        }
+    };
+    match Reply::decode(&buf[..n]).map_err(ProtocolError::Decode)? {
+        Reply::Refuse { code, text } => Err(ConnectError::Refused {
+            code: handshake::refuse_reason(code),
+            reason: text,
+        }),
+        Reply::Welcome {
+            ring_len, cb_len, ..
+        } => {
+            let got = fds.len();
+            let [ring, control_block]: [OwnedFd; handshake::WELCOME_FDS] =
+                fds.try_into().map_err(|_| ProtocolError::Descriptors {
+                    expected: handshake::WELCOME_FDS,
+                    got,
+                })?;
+            Ok(Welcome {
+                ring_len,
+                cb_len,
+                ring,
+                control_block,
+            })
+        }
+    }
+}
+
+/// Maps what `welcome` hands over, after checking it against what it announces, and attaches a
+/// reader to it.
+pub(crate) fn attach(welcome: Welcome) -> Result<Reader, ConnectError> {
+    let Welcome {
+        ring_len,
+        cb_len,
+        ring,
+        control_block,
+    } = welcome;
+    if cb_len != CONTROL_BLOCK_LEN as u64 || ring_len < HEADER_LEN as u64 {
+        return Err(ProtocolError::Sizes { ring_len, cb_len }.into());
+    }
+    let ring = shm::ring_region(ring, HEADER_LEN).map_err(ProtocolError::SharedMemory)?;
+    // The announced size is the publisher's claim about its own descriptor: a mismatch means it
+    // lies or sent the wrong file.
+    if ring.len() as u64 != ring_len {
+        return Err(ProtocolError::RingSize {
+            announced: ring_len,
+            actual: ring.len() as u64,
+        }
+        .into());
+    }
+    let cb = shm::control_block_region(control_block, CONTROL_BLOCK_LEN)
+        .map_err(ProtocolError::SharedMemory)?;
+    Reader::attach(ring, cb).map_err(ConnectError::Layout)
+}

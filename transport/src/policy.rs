@@ -1,0 +1,67 @@
+//! Whom each side trusts, and how many subscribers a publisher takes.
+//!
+//! The same [`Admission`] policy serves both directions: a publisher admits a subscriber only if
+//! the connecting process's uid (`SO_PEERCRED`) passes it, and a subscriber trusts a publisher only
+//! if the uid of the process serving the socket passes it. A publisher also refuses, as busy,
+//! subscribers that would take it past its limit or into its descriptor reserve.
+
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+use crate::sys;
+
+/// Who may subscribe (on a publisher), or which publishers to trust (on a subscriber), checked
+/// against the peer process's credentials (`SO_PEERCRED`) before anything is sent to it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Admission {
+    /// Only processes of our own uid (the default).
+    #[default]
+    SameUid,
+    /// The listed uids (and our own).
+    Uids(Vec<u32>),
+    /// Any process that can reach the socket (its file mode still applies).
+    AnyUid,
+}
+
+impl Admission {
+    /// Whether a peer running as `uid` passes this policy.
+    pub(crate) fn admits(&self, uid: u32) -> bool {
+        let own = sys::process::getuid();
+        match self {
+            Admission::SameUid => uid == own,
+            Admission::Uids(list) => uid == own || list.contains(&uid),
+            Admission::AnyUid => true,
+        }
+    }
+}
+
+/// Descriptors a publisher keeps free for the rest of its program: an eighth of its limit,
+/// between 16 and 256. No subscriber is admitted into the reserve.
+pub(crate) fn descriptor_reserve(limit: u64) -> u64 {
+    (limit / 8).clamp(16, 256)
+}
+
+/// Why one more subscriber cannot be admitted now, if it cannot: `admitted` subscribers already
+/// reach `max_subscribers`, or admitting this one (its connection `conn` is open already, its
+/// control block would follow) would leave less than the descriptor reserve free.
+pub(crate) fn capacity_refusal(
+    admitted: usize,
+    max_subscribers: Option<usize>,
+    conn: BorrowedFd<'_>,
+) -> Option<String> {
+    if let Some(max) = max_subscribers
+        && admitted >= max
+    {
+        return Some(format!("the topic has its maximum of {max} subscribers"));
+    }
+    // Descriptors are allocated lowest first, so every number below `conn`'s is open: a lower
+    // bound of the count, without listing them.
+    let limit = sys::process::descriptor_limit();
+    let reserve = descriptor_reserve(limit);
+    let after = u64::try_from(conn.as_raw_fd()).unwrap_or(0) + 2;
+    (after.saturating_add(reserve) > limit).then(|| {
+        format!(
+            "the publisher is short of descriptors ({after} of its limit of {limit} in use with \
+             this subscriber, {reserve} kept for the rest of the program)"
+        )
+    })
+}
