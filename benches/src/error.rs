@@ -1,7 +1,8 @@
-//! Why a run stopped.
+//! Why a run stopped, and how a program reports it.
 
 use std::fmt;
 use std::io;
+use std::process::ExitCode;
 
 /// Why a run (or a child process) stopped.
 #[derive(Debug)]
@@ -38,7 +39,7 @@ pub enum BenchError {
 impl fmt::Display for BenchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Usage(msg) => write!(f, "{msg}\n\n{}", crate::options::USAGE),
+            Self::Usage(msg) => write!(f, "{msg}"),
             Self::Sys { what, err } => write!(f, "{what} failed: {err}"),
             Self::Transport { what, err } => write!(f, "{what}: {err}"),
             Self::Child { who, what } => write!(f, "{who}: {what}"),
@@ -70,3 +71,19 @@ pub fn failed<E: fmt::Display>(what: impl Into<String>) -> impl FnOnce(E) -> Ben
 
 /// The result type of the benchmark.
 pub type Result<T> = std::result::Result<T, BenchError>;
+
+/// The exit status of program `who` that ended with `outcome`, after printing its error on
+/// stderr, followed by `usage` when a command-line argument was not understood.
+pub fn exit_code(outcome: Result<()>, who: &str, usage: &str) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err @ BenchError::Usage(_)) => {
+            eprintln!("{who}: {err}\n\n{usage}");
+            ExitCode::FAILURE
+        }
+        Err(err) => {
+            eprintln!("{who}: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

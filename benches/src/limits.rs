@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::error::{BenchError, Result, sys};
-use crate::fanout::ring_capacity;
+use crate::harness::ring_capacity;
 use crate::options::Options;
 use crate::payload;
 use crate::process::{self, Fleet, Spec};

@@ -8,7 +8,6 @@ use crate::error::{BenchError, Result};
 /// Printed with every usage error.
 pub const USAGE: &str = "\
 usage: shmcast-bench [SCENARIO...] [OPTIONS]
-       shmcast-bench soak [--seconds N] [--seed S] [--max-size BYTES]
 
 scenarios (default: all four, in this order):
   limits       the machine's ceilings: copy/read/write bandwidth, eventfd and cache-line ping-pong
@@ -28,14 +27,7 @@ options:
   --interval-us N    latency publishing period in µs (default 100)
   --messages N       latency messages per trial (default 3000, quick 300)
   --duration-ms N    length of each throughput and small trial (default 250, quick 40)
-  --only NAME,...    run only these transports (the alternatives a ratio needs are kept)
-
-soak (runs alone): one publisher, gating and lossy subscriber processes that join, leave, stop
-and are killed at random; checks every byte, every gap and lag count, and that the publisher's
-descriptors and memory do not grow
-  --seconds N        length of the soak (default 60)
-  --seed S           seed of the schedule and the message sizes (default: from the clock, printed)
-  --max-size BYTES   largest soak message (default 65536)";
+  --only NAME,...    run only these transports (the alternatives a ratio needs are kept)";
 
 /// One scenario of the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,24 +63,11 @@ impl Scenario {
     }
 }
 
-/// What a soak runs.
-#[derive(Clone, Copy, Debug)]
-pub struct SoakOptions {
-    /// How long the publisher publishes.
-    pub duration: Duration,
-    /// Seed of the schedule and of the message sizes.
-    pub seed: u64,
-    /// Largest message in bytes.
-    pub max_size: usize,
-}
-
 /// What to run and how.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Scenarios to run, in order (none for a soak).
+    /// Scenarios to run, in order.
     pub scenarios: Vec<Scenario>,
-    /// A soak instead of the scenarios.
-    pub soak: Option<SoakOptions>,
     /// Smoke run.
     pub quick: bool,
     /// Where to write the JSON figures.
@@ -119,7 +98,6 @@ impl Options {
         let quick = args.iter().any(|a| a == "--quick");
         let mut o = Options {
             scenarios: Vec::new(),
-            soak: None,
             quick,
             json: None,
             svg: None,
@@ -132,21 +110,8 @@ impl Options {
             duration: Duration::from_millis(if quick { 40 } else { 250 }),
             only: Vec::new(),
         };
-        let mut soak = false;
-        let mut soak_options = SoakOptions {
-            duration: Duration::from_secs(60),
-            seed: crate::sys::now_ns() ^ u64::from(std::process::id()).rotate_left(32),
-            max_size: 64 * 1024,
-        };
-        let mut soak_option_given = None;
-        let mut measuring_option_given = None;
         let mut args = args.iter();
         while let Some(arg) = args.next() {
-            if arg.starts_with("--")
-                && !["--seconds", "--seed", "--max-size", "--help"].contains(&arg.as_str())
-            {
-                measuring_option_given = Some(arg.clone());
-            }
             let mut value = |name: &str| {
                 args.next()
                     .cloned()
@@ -181,23 +146,6 @@ impl Options {
                 "--only" => {
                     o.only = value("--only")?.split(',').map(str::to_owned).collect();
                 }
-                "soak" => soak = true,
-                "--seconds" => {
-                    soak_options.duration =
-                        Duration::from_secs(positive("--seconds", &value("--seconds")?)? as u64);
-                    soak_option_given = Some("--seconds");
-                }
-                "--seed" => {
-                    let text = value("--seed")?;
-                    soak_options.seed = text.parse().map_err(|_| {
-                        BenchError::Usage(format!("--seed takes a number, got {text:?}"))
-                    })?;
-                    soak_option_given = Some("--seed");
-                }
-                "--max-size" => {
-                    soak_options.max_size = positive("--max-size", &value("--max-size")?)?;
-                    soak_option_given = Some("--max-size");
-                }
                 "-h" | "--help" => return Err(BenchError::Usage("help".into())),
                 name => {
                     let Some(scenario) = Scenario::ALL.into_iter().find(|s| s.name() == name)
@@ -210,19 +158,7 @@ impl Options {
                 }
             }
         }
-        if soak {
-            if !o.scenarios.is_empty() {
-                return Err(BenchError::Usage(
-                    "soak runs alone, without other scenarios".into(),
-                ));
-            }
-            if let Some(name) = measuring_option_given {
-                return Err(BenchError::Usage(format!("{name} does not apply to soak")));
-            }
-            o.soak = Some(soak_options);
-        } else if let Some(name) = soak_option_given {
-            return Err(BenchError::Usage(format!("{name} is a soak option")));
-        } else if o.scenarios.is_empty() {
+        if o.scenarios.is_empty() {
             o.scenarios = Scenario::ALL.to_vec();
         }
         if o.size % 8 != 0 || o.size < crate::payload::MIN_LEN {
@@ -244,7 +180,8 @@ impl Options {
     }
 }
 
-fn positive(name: &str, value: &str) -> Result<usize> {
+/// `value` of option `name` as a positive number.
+pub fn positive(name: &str, value: &str) -> Result<usize> {
     value
         .parse()
         .ok()

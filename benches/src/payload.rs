@@ -4,16 +4,11 @@
 //! wrapping sum of words 2.. (the checksum), and word `i ≥ 2` is `seq · K + i`. The publisher
 //! writes every word; a receiver sums every word it is handed and compares, so both sides touch
 //! every byte on every transport alike.
-//!
-//! A soak message may have any length, from 0 bytes up: message `seq` of `len` bytes is the first
-//! `len` bytes of the stream message of [`soak_words`]`(len)` words, and `len` itself follows from
-//! the seed and `seq` ([`soak_len`]). A soak receiver regenerates what was sent and compares every
-//! byte, the length included.
 
 use crate::error::{BenchError, Result};
 
 /// Multiplier that makes every message's words differ from the previous message's.
-const K: u64 = 0x9E37_79B9_7F4A_7C15;
+pub const K: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// Smallest message of a stream scenario: sequence number and checksum.
 pub const MIN_LEN: usize = 16;
@@ -67,7 +62,7 @@ pub fn sum_u64s(words: &[u64]) -> u64 {
 }
 
 /// Word `i` of message `seq` of `words` words, for transports that lend a `[u64]` to fill
-/// element by element, and for soak messages. The same message as [`fill`] writes, with the
+/// element by element, and for messages cut short. The same message as [`fill`] writes, with the
 /// checksum in closed form.
 pub fn word_of(seq: u64, i: usize, words: usize) -> u64 {
     let base = seq.wrapping_mul(K);
@@ -85,72 +80,6 @@ pub fn word_of(seq: u64, i: usize, words: usize) -> u64 {
         }
         _ => base.wrapping_add(i as u64),
     }
-}
-
-/// Length of soak message `seq` in a run of `seed` whose messages go up to `max` bytes. One in
-/// sixteen is at most [`MIN_LEN`] bytes (the header cut short, down to nothing), one in sixteen
-/// is exactly `max`, the rest spread evenly over `0..=max`.
-pub fn soak_len(seed: u64, seq: u64, max: usize) -> usize {
-    let h = crate::rng::mix(seed ^ seq.wrapping_mul(K));
-    let n = (h >> 8) as usize;
-    match h & 15 {
-        0 => n % (MIN_LEN.min(max) + 1),
-        1 => max,
-        _ => n % (max + 1),
-    }
-}
-
-/// Words of the stream message a soak message of `len` bytes is cut from: enough to cover it,
-/// and at least the sequence number and the checksum.
-pub fn soak_words(len: usize) -> usize {
-    len.div_ceil(8).max(2)
-}
-
-/// Writes soak message `seq` into `buf`, whatever its length.
-pub fn fill_soak(buf: &mut [u8], seq: u64) {
-    let words = soak_words(buf.len());
-    let (body, tail) = buf.split_at_mut(buf.len() / 8 * 8);
-    for (i, chunk) in body.chunks_exact_mut(8).enumerate() {
-        chunk.copy_from_slice(&word_of(seq, i, words).to_ne_bytes());
-    }
-    let last = word_of(seq, body.len() / 8, words).to_ne_bytes();
-    tail.copy_from_slice(&last[..tail.len()]);
-}
-
-/// Checks that `bytes` is soak message `seq` of a run of `seed` and `max`: its length, its
-/// sequence number, its checksum and every other byte.
-pub fn check_soak(bytes: &[u8], seq: u64, seed: u64, max: usize) -> Result<()> {
-    let len = soak_len(seed, seq, max);
-    if bytes.len() != len {
-        return Err(BenchError::Corrupt(format!(
-            "message {seq} has {} bytes, {len} were sent",
-            bytes.len()
-        )));
-    }
-    let words = soak_words(len);
-    let differs = |i: usize, found: &[u8]| {
-        let sent = word_of(seq, i, words).to_ne_bytes();
-        let what = match i {
-            0 => "sequence number",
-            1 => "checksum",
-            _ => "pattern",
-        };
-        BenchError::Corrupt(format!(
-            "message {seq} of {len} bytes: word {i} ({what}) is {found:02x?}, {:02x?} was sent",
-            &sent[..found.len()]
-        ))
-    };
-    let (body, tail) = bytes.split_at(len / 8 * 8);
-    for (i, chunk) in body.chunks_exact(8).enumerate() {
-        if u64::from_ne_bytes(chunk.try_into().expect("8 bytes")) != word_of(seq, i, words) {
-            return Err(differs(i, chunk));
-        }
-    }
-    let i = body.len() / 8;
-    if tail != &word_of(seq, i, words).to_ne_bytes()[..tail.len()] {
-        return Err(differs(i, tail));
-    }
-    Ok(())
 }
 
 fn word(bytes: &[u8], index: usize) -> u64 {
@@ -208,7 +137,6 @@ impl Verifier {
     }
 
     /// Checks one whole message lent as `u64` words.
-    #[cfg_attr(not(feature = "iceoryx2"), allow(dead_code))]
     pub fn message_words(&mut self, words: &[u64]) -> Result<()> {
         if words.len() * 8 != self.len || words.len() < 2 {
             return Err(BenchError::Corrupt(format!(
@@ -305,30 +233,6 @@ mod tests {
             assert_eq!(words, from_bytes, "len {len}");
             Verifier::new(len, true).message_words(&words).unwrap();
         }
-    }
-
-    #[test]
-    fn soak_messages_of_every_length_check() {
-        let max = 300;
-        let mut lens = std::collections::BTreeSet::new();
-        for seq in 0..4000u64 {
-            let len = soak_len(42, seq, max);
-            assert!(len <= max);
-            lens.insert(len);
-            let mut msg = vec![0u8; len];
-            fill_soak(&mut msg, seq);
-            check_soak(&msg, seq, 42, max).unwrap();
-            if len >= MIN_LEN && len % 8 == 0 {
-                // Whole-word soak messages are stream messages.
-                Verifier::new(len, true).message(&msg).unwrap();
-            }
-            if len > 0 {
-                assert!(check_soak(&msg[..len - 1], seq, 42, max).is_err());
-                msg[len - 1] ^= 0x40;
-                assert!(check_soak(&msg, seq, 42, max).is_err());
-            }
-        }
-        assert!(lens.contains(&0) && lens.contains(&max) && lens.contains(&7));
     }
 
     #[test]

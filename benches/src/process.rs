@@ -1,5 +1,5 @@
-//! Child processes: the binary re-executes itself as `shmcast-bench __child PARENT_PID ROLE ...`
-//! for every subscriber, listener or relay.
+//! Child processes: a program re-executes itself as `PROGRAM __child PARENT_PID ROLE ...` for
+//! every subscriber, listener or relay.
 //!
 //! A child talks to the parent through its stdout, one line per message (`ready`, `result
 //! key=value ...`), and inherits exactly the descriptors the parent names. Every wait of the
@@ -25,7 +25,7 @@ pub const CHILD_ARG: &str = "__child";
 pub struct Spec {
     /// Shown in errors and progress ("listener 2", "relay").
     pub name: String,
-    /// The child role, dispatched by [`crate::child_main`].
+    /// The child role, which the program dispatches on after [`child_args`].
     pub role: &'static str,
     /// The role's arguments.
     pub args: Vec<String>,
@@ -96,6 +96,11 @@ impl Fleet {
     /// Number of children.
     pub fn len(&self) -> usize {
         self.procs.len()
+    }
+
+    /// Whether it holds no child.
+    pub fn is_empty(&self) -> bool {
+        self.procs.is_empty()
     }
 
     /// Starts a child. Returns its index.
@@ -259,6 +264,12 @@ impl Fleet {
     }
 }
 
+impl Default for Fleet {
+    fn default() -> Fleet {
+        Fleet::new()
+    }
+}
+
 impl Drop for Fleet {
     fn drop(&mut self) {
         for proc in &mut self.procs {
@@ -295,6 +306,27 @@ fn wait_briefly(child: &mut Child) -> String {
         std::thread::sleep(Duration::from_millis(1));
     }
     "still running".into()
+}
+
+/// The child side: the role and its arguments when `args` (the program's, after its name) are a
+/// child's, `__child PARENT_PID ROLE ARGS...`; `None` for the parent. A child whose parent is not
+/// `PARENT_PID` any more gets an error instead: it must not carry on alone.
+pub fn child_args(args: &[String]) -> Option<Result<(&str, &[String])>> {
+    let (first, args) = args.split_first()?;
+    if first != CHILD_ARG {
+        return None;
+    }
+    let [parent, role, rest @ ..] = args else {
+        return Some(Err(BenchError::Usage(
+            "a child needs a parent pid and a role".into(),
+        )));
+    };
+    // The death signal was armed before exec; a parent that died before that left this child
+    // re-parented, and it must not carry on alone.
+    if std::os::unix::process::parent_id().to_string() != *parent {
+        return Some(Err(BenchError::Usage("the parent is gone".into())));
+    }
+    Some(Ok((role.as_str(), rest)))
 }
 
 /// The child side: prints one line to the parent.

@@ -6,6 +6,7 @@ use serde_json::json;
 
 use crate::error::Result;
 use crate::fanout::{self, Outcome, Transport, Trial, Wait};
+use crate::harness::ring_capacity;
 use crate::options::Options;
 use crate::report::{Progress, Section, millions, rotated};
 use crate::stats::Summary;
@@ -211,7 +212,7 @@ fn report(o: &Options, transports: &[Transport], configs: &[Config]) -> Section 
                 "configs": CONFIGS.iter().map(|(n, w)| json!({"subscribers": n, "mode": w.name()})).collect::<Vec<_>>(),
                 "duration_ms": o.duration.as_millis() as u64,
                 "reps": o.reps,
-                "shmcast_ring_bytes": fanout::ring_capacity(SIZE),
+                "shmcast_ring_bytes": ring_capacity(SIZE),
                 "machine": crate::report::machine(),
             },
             "results": results,

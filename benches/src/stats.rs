@@ -108,6 +108,13 @@ pub fn percentiles(hist: &Histogram<u64>) -> Percentiles {
     }
 }
 
+/// The percentiles of `samples` (ns) alone, in µs.
+pub fn percentiles_of(samples: &[u64]) -> Percentiles {
+    let mut hist = histogram();
+    record(&mut hist, samples);
+    percentiles(&hist)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,5 @@
 //! Every syscall the benchmark makes that the transports under test do not make for it: clocks,
-//! CPU-time and memory accounting, sockets for the socket transports, shared pages, descriptor
+//! CPU-time, memory and descriptor accounting, sockets for the socket transports, shared pages, descriptor
 //! inheritance and signals for child processes.
 #![allow(unsafe_code)]
 
@@ -126,6 +126,15 @@ pub fn rss_bytes() -> io::Result<u64> {
         .and_then(|p| p.parse().ok())
         .ok_or_else(|| io::Error::other(format!("unexpected /proc/self/statm: {statm:?}")))?;
     Ok(pages * rustix::param::page_size() as u64)
+}
+
+/// This process's open descriptors, counted by listing `/proc/self/fd`, for leak checks: exact
+/// only while no other thread opens or closes one.
+pub fn fd_count() -> io::Result<usize> {
+    // The listing includes the directory's own descriptor.
+    Ok(std::fs::read_dir("/proc/self/fd")?
+        .count()
+        .saturating_sub(1))
 }
 
 /// `socketpair(AF_UNIX, kind, SOCK_CLOEXEC)`.

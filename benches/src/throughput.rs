@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::error::Result;
 use crate::fanout::{self, Outcome, Transport, Trial, Wait};
+use crate::harness::ring_capacity;
 use crate::limits::Limits;
 use crate::options::Options;
 use crate::report::{Progress, Section, gbps, rotated};
@@ -242,7 +243,7 @@ fn report(
                 "subscribers": o.subs,
                 "duration_ms": o.duration.as_millis() as u64,
                 "reps": o.reps,
-                "shmcast_ring_bytes": fanout::ring_capacity(size),
+                "shmcast_ring_bytes": ring_capacity(size),
                 "machine": crate::report::machine(),
             },
             "results": results,

@@ -1,6 +1,6 @@
-//! Smoke tests through the real binary: every scenario in `--quick` mode, with JSON and SVG
-//! output, and a short soak. They check that a run completes and writes what it promises; they
-//! assert no timings.
+//! Smoke tests through the real binaries: every scenario of `shmcast-bench` in `--quick` mode,
+//! with JSON and SVG output, and a short `shmcast-soak`. They check that a run completes and
+//! writes what it promises; they assert no timings.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -122,19 +122,19 @@ fn short_soak_passes() {
     // The soak bounds every wait itself; this watchdog only turns a hang of the whole binary
     // into a clear failure. Its output (a few KiB) fits the pipes until it exits.
     const WATCHDOG: Duration = Duration::from_secs(15 + 120);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_shmcast-bench"))
-        .args(["soak", "--seconds", "15"])
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shmcast-soak"))
+        .args(["--seconds", "15"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("run shmcast-bench soak");
+        .expect("run shmcast-soak");
     let started = Instant::now();
     while child.try_wait().expect("wait for the soak").is_none() {
         if started.elapsed() > WATCHDOG {
             let _ = child.kill();
             let output = child.wait_with_output().expect("reap the soak");
             panic!(
-                "shmcast-bench soak --seconds 15 still running after {WATCHDOG:?}; killed.\n\
+                "shmcast-soak --seconds 15 still running after {WATCHDOG:?}; killed.\n\
                  stdout:\n{}\nstderr:\n{}",
                 String::from_utf8_lossy(&output.stdout),
                 String::from_utf8_lossy(&output.stderr)
@@ -147,7 +147,7 @@ fn short_soak_passes() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "shmcast-bench soak failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        "shmcast-soak failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
         output.status
     );
     for line in ["== soak", "published", "verified", "descriptors", "memory"] {

@@ -1,0 +1,52 @@
+//! The dispatch of a stream trial to its transport: the publisher side in the parent, the
+//! subscriber side in a child, which then reports what it checked.
+
+use super::trial::{Outcome, Transport, Trial, Wait};
+use super::{memcpy, shmcast, subscribers, unix_stream};
+use crate::error::{BenchError, Result};
+use crate::payload::Verifier;
+use crate::process;
+use crate::sys::{cpu_self_ns, now_ns};
+
+/// Runs one trial.
+pub fn run(trial: Trial) -> Result<Outcome> {
+    match trial.transport {
+        Transport::Memcpy => memcpy::publish(trial),
+        Transport::UnixStream => unix_stream::publish(trial),
+        Transport::ShmcastGating | Transport::ShmcastLossy => shmcast::publish(trial),
+        #[cfg(feature = "iceoryx2")]
+        Transport::Iceoryx2 => super::iceoryx::publish(trial),
+    }
+}
+
+/// The child side: `stream-subscriber TRANSPORT ENDPOINT SIZE WAIT`.
+pub fn child(args: &[String]) -> Result<()> {
+    let [transport, endpoint, size, wait] = args else {
+        return Err(BenchError::Usage(format!(
+            "{} takes 4 arguments, got {}",
+            subscribers::ROLE,
+            args.len()
+        )));
+    };
+    let transport = Transport::parse(transport)?;
+    let size: usize = process::parse_arg(size)?;
+    let wait = Wait::parse(wait)?;
+    let mut verifier = Verifier::new(size, transport.lossy());
+    let cpu0 = match transport {
+        Transport::UnixStream => unix_stream::subscribe(endpoint, wait, &mut verifier)?,
+        Transport::ShmcastGating | Transport::ShmcastLossy => {
+            shmcast::subscribe(transport, endpoint, wait, &mut verifier)?
+        }
+        #[cfg(feature = "iceoryx2")]
+        Transport::Iceoryx2 => super::iceoryx::subscribe(endpoint, size, wait, &mut verifier)?,
+        Transport::Memcpy => {
+            return Err(BenchError::Usage("memcpy has no subscriber process".into()));
+        }
+    };
+    let end = now_ns();
+    let cpu = cpu_self_ns() - cpu0;
+    process::say(&format!(
+        "result messages={} skipped={} end_ns={end} cpu_ns={cpu}",
+        verifier.messages, verifier.skipped
+    ))
+}

@@ -1,0 +1,96 @@
+//! `shmcast-gating` / `shmcast-lossy`: one ring; the publisher loans each message in place;
+//! gating subscribers check it in place, lossy ones check their validated copy.
+
+use std::time::Instant;
+
+use shmcast::{Mode, Publisher, RecvError, Subscriber};
+
+use super::subscribers;
+use super::trial::{Outcome, Transport, Trial, Wait};
+use crate::error::{Result, failed};
+use crate::harness::{
+    STALL, STARTUP, ring_capacity, shmcast_syscalls, unique_topic, wait_for_subscribers,
+};
+use crate::payload::{self, Verifier};
+use crate::process;
+use crate::sys::{cpu_self_ns, now_ns};
+
+/// The publisher side: binds a fresh topic, waits for every subscriber, then loans, fills and
+/// publishes until the trial's time is up.
+pub(super) fn publish(trial: Trial) -> Result<Outcome> {
+    let topic = unique_topic("stream");
+    let mut publisher = Publisher::builder(topic.as_str())
+        .capacity(ring_capacity(trial.size))
+        .max_message(trial.size as u64)
+        .bind()
+        .map_err(failed("binding the shmcast publisher"))?;
+    let mut fleet = subscribers::spawn(trial, |_| (topic.clone(), Vec::new()))?;
+    fleet.expect_all("ready", Instant::now() + STARTUP)?;
+    wait_for_subscribers(&publisher, trial.subs)?;
+
+    let before = publisher.stats();
+    let cpu0 = cpu_self_ns();
+    let t0 = now_ns();
+    let end = t0 + trial.duration.as_nanos() as u64;
+    let every = trial.clock_every();
+    let mut seq = 0u64;
+    loop {
+        // A timed loan reads the clock only when the ring is full.
+        let mut loan = publisher
+            .loan_timeout(trial.size, STALL)
+            .map_err(failed("shmcast loan"))?;
+        payload::fill(&mut loan, seq);
+        loan.publish();
+        seq += 1;
+        if seq % every == 0 && now_ns() >= end {
+            break;
+        }
+    }
+    let cpu = cpu_self_ns() - cpu0;
+    let after = publisher.stats();
+    drop(publisher);
+    subscribers::collect(
+        fleet,
+        t0,
+        Outcome {
+            published: seq,
+            cpu_ns: cpu,
+            cpu_lifetime_ns: cpu,
+            publisher_syscalls: shmcast_syscalls(&before, &after),
+            ..Outcome::default()
+        },
+    )
+}
+
+/// The subscriber side, on topic `endpoint`: checks every message until the publisher is gone.
+/// Returns the CPU time at which it said `ready`.
+pub(super) fn subscribe(
+    transport: Transport,
+    endpoint: &str,
+    wait: Wait,
+    verifier: &mut Verifier,
+) -> Result<u64> {
+    let mode = if transport.lossy() {
+        Mode::Lossy
+    } else {
+        Mode::Gating
+    };
+    let mut sub = Subscriber::builder(endpoint)
+        .mode(mode)
+        .spin(if wait == Wait::Busy { u32::MAX } else { 0 })
+        .connect_timeout(STARTUP)
+        .connect()
+        .map_err(failed("connecting a shmcast subscriber"))?;
+    process::say("ready")?;
+    let cpu0 = cpu_self_ns();
+    // `recv` without a timeout: the parent bounds every trial and kills a stalled child, and a
+    // timed receive would read the clock on every message.
+    loop {
+        match sub.recv() {
+            Ok(sample) => verifier.message(&sample)?,
+            Err(RecvError::Lagged(_)) => {}
+            Err(RecvError::Disconnected) => return Ok(cpu0),
+            Err(e) => return Err(failed("shmcast receive")(e)),
+        }
+    }
+}

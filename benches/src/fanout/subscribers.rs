@@ -1,0 +1,52 @@
+//! The subscriber processes of a stream trial: started with their endpoint, and their reports
+//! collected once the publisher has ended the stream.
+
+use std::os::fd::RawFd;
+use std::time::Instant;
+
+use super::trial::{Outcome, Trial};
+use crate::error::Result;
+use crate::harness::STALL;
+use crate::process::{Fleet, Spec};
+
+/// The child role of a stream subscriber.
+pub const ROLE: &str = "stream-subscriber";
+
+/// Spawns the subscribers of `trial`; `endpoint(i)` gives subscriber `i`'s endpoint argument and
+/// the descriptors it inherits.
+pub(super) fn spawn(
+    trial: Trial,
+    mut endpoint: impl FnMut(usize) -> (String, Vec<RawFd>),
+) -> Result<Fleet> {
+    let mut fleet = Fleet::new();
+    for i in 0..trial.subs {
+        let (arg, fds) = endpoint(i);
+        fleet.spawn(Spec {
+            name: format!("{} subscriber {i}", trial.transport.name()),
+            role: ROLE,
+            args: vec![
+                trial.transport.name().into(),
+                arg,
+                trial.size.to_string(),
+                trial.wait.name().into(),
+            ],
+            fds,
+        })?;
+    }
+    Ok(fleet)
+}
+
+/// Collects the subscribers' reports after the publisher ended the stream, reaps them and
+/// completes `out`.
+pub(super) fn collect(mut fleet: Fleet, t0: u64, mut out: Outcome) -> Result<Outcome> {
+    let reports = fleet.expect_all("result", Instant::now() + STALL)?;
+    let mut end = t0;
+    for r in &reports {
+        out.delivered += r.get::<u64>("messages")?;
+        out.cpu_ns += r.get::<u64>("cpu_ns")?;
+        end = end.max(r.get::<u64>("end_ns")?);
+    }
+    out.cpu_lifetime_ns += fleet.finish(Instant::now() + STALL)?;
+    out.elapsed = (end - t0) as f64 / 1e9;
+    Ok(out)
+}

@@ -1,0 +1,135 @@
+//! What a stream trial runs (transport, subscribers, message size, length, way of waiting) and
+//! what it measured.
+
+use std::time::Duration;
+
+use crate::error::{BenchError, Result};
+
+/// How a stream is carried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// Single-process reference: one copy per subscriber.
+    Memcpy,
+    /// One unix stream socket per subscriber.
+    UnixStream,
+    /// shmcast, gating subscribers.
+    ShmcastGating,
+    /// shmcast, lossy subscribers.
+    ShmcastLossy,
+    /// iceoryx2 publish-subscribe (with an event service in event-driven mode).
+    #[cfg(feature = "iceoryx2")]
+    Iceoryx2,
+}
+
+impl Transport {
+    /// The transport's name in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Memcpy => "memcpy",
+            Transport::UnixStream => "unix-stream",
+            Transport::ShmcastGating => "shmcast-gating",
+            Transport::ShmcastLossy => "shmcast-lossy",
+            #[cfg(feature = "iceoryx2")]
+            Transport::Iceoryx2 => "iceoryx2",
+        }
+    }
+
+    pub(super) fn parse(name: &str) -> Result<Transport> {
+        let all = [
+            Transport::Memcpy,
+            Transport::UnixStream,
+            Transport::ShmcastGating,
+            Transport::ShmcastLossy,
+            #[cfg(feature = "iceoryx2")]
+            Transport::Iceoryx2,
+        ];
+        all.into_iter()
+            .find(|t| t.name() == name)
+            .ok_or_else(|| BenchError::Usage(format!("unknown stream transport {name:?}")))
+    }
+
+    /// Whether subscribers may miss messages.
+    pub fn lossy(self) -> bool {
+        self == Transport::ShmcastLossy
+    }
+}
+
+/// How a subscriber waits for the next message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Blocks in the kernel until woken.
+    Event,
+    /// Polls without ever blocking.
+    Busy,
+}
+
+impl Wait {
+    /// The name in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Wait::Event => "event",
+            Wait::Busy => "busy",
+        }
+    }
+
+    pub(super) fn parse(name: &str) -> Result<Wait> {
+        match name {
+            "event" => Ok(Wait::Event),
+            "busy" => Ok(Wait::Busy),
+            _ => Err(BenchError::Usage(format!("unknown wait mode {name:?}"))),
+        }
+    }
+}
+
+/// One trial.
+#[derive(Clone, Copy, Debug)]
+pub struct Trial {
+    /// The transport.
+    pub transport: Transport,
+    /// Number of subscribers.
+    pub subs: usize,
+    /// Message size in bytes (a multiple of 8, at least [`crate::payload::MIN_LEN`]).
+    pub size: usize,
+    /// How long the publisher publishes.
+    pub duration: Duration,
+    /// How subscribers wait.
+    pub wait: Wait,
+}
+
+impl Trial {
+    /// How often the publisher looks at the clock, in messages: every message for large ones,
+    /// less often for small ones, where a clock read would be a noticeable share of the work.
+    pub(super) fn clock_every(&self) -> u64 {
+        if self.size >= 4096 { 1 } else { 64 }
+    }
+}
+
+/// What one trial measured.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Outcome {
+    /// Messages published.
+    pub published: u64,
+    /// Messages checked by subscribers, summed over subscribers.
+    pub delivered: u64,
+    /// From the first message to the last subscriber's end of stream, s.
+    pub elapsed: f64,
+    /// CPU time of the publisher and every subscriber between start and end of stream, ns.
+    pub cpu_ns: u64,
+    /// The publisher's CPU time in the window plus every child's whole life (start-up and exit
+    /// included), ns.
+    pub cpu_lifetime_ns: u64,
+    /// Syscalls the publisher made to deliver (sends, polls, wakes, waits for space).
+    pub publisher_syscalls: u64,
+}
+
+impl Outcome {
+    /// Messages per second each subscriber received (on average over subscribers).
+    pub fn msgs_per_s(&self, subs: usize) -> f64 {
+        self.delivered as f64 / subs as f64 / self.elapsed
+    }
+
+    /// Bytes per second delivered to all subscribers together.
+    pub fn bytes_per_s(&self, size: usize) -> f64 {
+        self.delivered as f64 * size as f64 / self.elapsed
+    }
+}

@@ -1,0 +1,64 @@
+//! What every trial shares, whatever its scenario (and the soak): how long it waits for its
+//! children to start and for progress, a topic name of its own, the shmcast ring for a message
+//! size, waiting until shmcast has admitted the subscribers, and the publisher's syscall count.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use shmcast::{Publisher, PublisherStats};
+
+use crate::error::{BenchError, Result};
+
+/// Longest a publisher waits for a subscriber to make room, or a subscriber for a message,
+/// before the trial fails as stalled.
+pub const STALL: Duration = Duration::from_secs(10);
+
+/// Longest the children of a trial may take to start and connect.
+pub const STARTUP: Duration = Duration::from_secs(20);
+
+/// A topic name no other trial or run uses.
+pub fn unique_topic(kind: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "shmcast-bench-{}-{kind}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// shmcast ring size for messages of `size` bytes: room for several in flight.
+pub fn ring_capacity(size: usize) -> u64 {
+    ((size as u64 + 16).next_power_of_two() * 4).max(1 << 20)
+}
+
+/// Waits until the publisher has admitted `n` subscribers.
+pub fn wait_for_subscribers(publisher: &Publisher, n: usize) -> Result<()> {
+    let deadline = Instant::now() + STARTUP;
+    while publisher.subscriber_count() < n {
+        if Instant::now() >= deadline {
+            return Err(BenchError::Child {
+                who: "shmcast subscribers".into(),
+                what: format!(
+                    "only {} of {n} admitted within {STARTUP:?}",
+                    publisher.subscriber_count()
+                ),
+            });
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    Ok(())
+}
+
+/// Syscalls a shmcast publisher made between two snapshots: one per wake, and a `poll` plus a
+/// `read` per wait for space. Committing makes none.
+pub fn shmcast_syscalls(before: &PublisherStats, after: &PublisherStats) -> u64 {
+    (after.wake_syscalls - before.wake_syscalls) + 2 * (after.space_waits - before.space_waits)
+}
+
+/// The error of a subscriber that waited [`STALL`] for a message.
+pub fn stalled(transport: &str) -> BenchError {
+    BenchError::Child {
+        who: format!("{transport} subscriber"),
+        what: format!("no message for {STALL:?}"),
+    }
+}
