@@ -11,10 +11,10 @@
 use crate::layout::{HEADER_LEN, RingConfig};
 use core::fmt;
 
-/// Frame header length in bytes.
-pub const FRAME_HEADER_LEN: usize = 16;
-/// Alignment of every frame, and so of every payload.
-pub const FRAME_ALIGN: usize = 16;
+// The frame's size and alignment are the layout's (the ring header records the alignment); they
+// are re-exported here, where a reader of frames looks for them.
+pub use crate::layout::{FRAME_ALIGN, FRAME_HEADER_LEN};
+
 /// Tag byte in bits 40..48 of `meta`.
 pub const FRAME_TAG: u64 = 0x5c;
 

@@ -1,5 +1,5 @@
-//! The shared layout: ring header, frames' place in the data area, per-subscriber control blocks,
-//! and the validation of all of them when they come from a peer.
+//! The shared layout: ring header, frames' place and size in the data area, per-subscriber
+//! control blocks, and the validation of all of them when they come from a peer.
 //!
 //! The structs here are the ABI. They are never instantiated: they fix offsets and sizes (checked
 //! at compile time) and document each field's encoding. Protocol code reaches the fields through
@@ -37,7 +37,6 @@
 //! they only grow and never wrap in practice (2^64 bytes). The data offset of a position is
 //! `HEADER_LEN + (pos & (capacity - 1))`.
 
-use crate::frame;
 use crate::region::Region;
 use crate::sync::Ordering;
 use core::fmt;
@@ -59,6 +58,11 @@ pub const LAYOUT_VERSION: u32 = 2;
 pub const MIN_CAPACITY: u64 = 64;
 /// Largest data area (1 TiB): keeps every position sum far from overflow.
 pub const MAX_CAPACITY: u64 = 1 << 40;
+/// Frame header length in bytes (`meta`, `seq`); the payload follows it. The words' encoding is
+/// the `frame` module's.
+pub const FRAME_HEADER_LEN: usize = 16;
+/// Alignment of every frame in the data area, and so of every payload.
+pub const FRAME_ALIGN: usize = 16;
 
 /// The ring header (ABI only; accessed through [`Region`] at the derived offsets).
 #[repr(C, align(128))]
@@ -73,7 +77,7 @@ pub struct RingHeader {
     pub capacity: u64,
     /// Largest payload in bytes; two frames of this size fit in the data area.
     pub max_payload: u32,
-    /// [`frame::FRAME_ALIGN`].
+    /// [`FRAME_ALIGN`].
     pub frame_align: u32,
     /// `header_len + capacity`: the size the ring's file must have at least.
     pub total_len: u64,
@@ -199,7 +203,7 @@ const _: () = {
     assert!(cb::CURSOR == LINE && cb::NEXT_SEQ + 8 <= 2 * LINE);
     assert!(cb::PARKED == 2 * LINE);
     assert!(cb::RECEIVED == 3 * LINE && cb::LAG_EVENTS + 8 <= 4 * LINE);
-    assert!(HEADER_LEN % frame::FRAME_ALIGN == 0);
+    assert!(HEADER_LEN % FRAME_ALIGN == 0);
 };
 
 /// The ring's geometry: what a writer creates and what a reader validates.
@@ -258,7 +262,7 @@ impl RingConfig {
 
     /// The largest `max_payload` a ring of `capacity` bytes accepts.
     pub fn payload_limit(capacity: u64) -> u64 {
-        (capacity / 2 - frame::FRAME_HEADER_LEN as u64).min(u32::MAX as u64 & !15)
+        (capacity / 2 - FRAME_HEADER_LEN as u64).min(u32::MAX as u64 & !15)
     }
 
     /// Data area size in bytes.
@@ -346,7 +350,7 @@ pub(crate) fn init_ring(ring: &Region, cfg: &RingConfig) {
     ring.u32_at(hdr::MAX_PAYLOAD)
         .store(cfg.max_payload, Ordering::Relaxed);
     ring.u32_at(hdr::FRAME_ALIGN)
-        .store(frame::FRAME_ALIGN as u32, Ordering::Relaxed);
+        .store(FRAME_ALIGN as u32, Ordering::Relaxed);
     ring.u64_at(hdr::TOTAL_LEN)
         .store(cfg.region_len() as u64, Ordering::Relaxed);
 }
@@ -379,7 +383,7 @@ pub fn validate_ring(ring: &Region) -> Result<RingConfig, LayoutError> {
         });
     }
     let frame_align = ring.u32_at(hdr::FRAME_ALIGN).load(Ordering::Relaxed);
-    if frame_align as usize != frame::FRAME_ALIGN {
+    if frame_align as usize != FRAME_ALIGN {
         return Err(LayoutError::Field {
             field: "frame_align",
             value: frame_align.into(),
