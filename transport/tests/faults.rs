@@ -1,7 +1,8 @@
 //! Faults with real processes: subscribers killed (SIGKILL) while holding a sample, while parked
-//! in `recv`, in the middle of the handshake and anywhere in a receive loop; a gating subscriber
-//! stopped (SIGSTOP) with and without a stall bound; a publisher stopped and resumed; a publisher
-//! killed and replaced on the same topic.
+//! in `recv`, while stalled with the ring full, in the middle of the handshake and anywhere in a
+//! receive loop; a gating subscriber stopped (SIGSTOP) with and without a stall bound; a
+//! publisher stopped and resumed; a publisher killed, drained by its subscribers and replaced on
+//! the same topic.
 //!
 //! Every test ends by checking that nothing was lost (each surviving subscriber received every
 //! message in order, or counted exactly what it missed), nothing leaked (a `FdGuard` here and in
@@ -9,9 +10,10 @@
 
 mod common;
 
-use common::child::{Proc, spawn};
-use common::message::{message, verify};
-use common::{FdGuard, roles, until};
+use common::child::{Proc, WATCHDOG, spawn};
+use common::message::{drain, message, verify};
+use common::roles::{self, received_all};
+use common::{FdGuard, until};
 use shmcast::{ConnectError, LoanError, Mode, Publisher, RecvError, Subscriber, SubscriberId};
 use std::ops::Range;
 use std::path::PathBuf;
@@ -50,6 +52,7 @@ fn role_entry() {
         "connect-loop" => role_connect_loop(&args),
         "paced-publisher" => role_paced_publisher(&args),
         "receive-loop" => role_receive_loop(&args),
+        "stall" => role_stall(&args),
         r => panic!("unknown role {r}"),
     }
 }
@@ -93,9 +96,7 @@ fn role_paced_publisher(args: &[String]) {
     let mut buf = Vec::new();
     for seq in 0..count {
         message(seq, MAX, &mut buf);
-        let mut loan = publisher
-            .loan_timeout(buf.len(), common::child::WATCHDOG)
-            .unwrap();
+        let mut loan = publisher.loan_timeout(buf.len(), WATCHDOG).unwrap();
         loan.copy_from_slice(&buf);
         loan.publish();
         std::thread::sleep(Duration::from_micros(200));
@@ -118,6 +119,17 @@ fn role_receive_loop(args: &[String]) {
         next = Some(m.seq() + 1);
         drop(m);
     }
+}
+
+/// args: topic. A gating subscriber that reads three messages, then stops reading for ever.
+fn role_stall(args: &[String]) {
+    let mut sub = common::connect(&args[0]);
+    println!("ready");
+    for _ in 0..3 {
+        drop(sub.recv_timeout(Duration::from_secs(60)).unwrap());
+    }
+    println!("stalled");
+    std::thread::sleep(Duration::from_secs(3600));
 }
 
 fn publisher(t: &str, stall_bound: Option<Duration>) -> Publisher {
@@ -180,33 +192,6 @@ fn until_one_behind(publisher: &Publisher) -> SubscriberId {
         behind.is_some() && late.next().is_none()
     });
     behind.unwrap()
-}
-
-/// Waits for a subscriber process to end and asserts it received all `count` messages.
-fn received_all(child: Proc, count: u64) {
-    let out = child.finish();
-    assert!(
-        out.contains(&format!("received={count} lagged=0 ")),
-        "{out}"
-    );
-}
-
-/// Receives until the publisher is gone, checking each message (of up to `max` bytes) and the
-/// order; returns how many arrived.
-fn drain(sub: &mut Subscriber, max: usize) -> u64 {
-    let mut scratch = Vec::new();
-    let mut next = 0;
-    loop {
-        match sub.recv_timeout(common::child::WATCHDOG) {
-            Ok(m) => {
-                assert_eq!(m.seq(), next, "in order");
-                verify(m.seq(), &m, max, &mut scratch);
-                next += 1;
-            }
-            Err(RecvError::Disconnected) => return next,
-            Err(e) => panic!("{e}"),
-        }
-    }
 }
 
 #[test]
@@ -280,7 +265,9 @@ fn sigkill_mid_handshake_frees_the_pending_slot_at_once() {
     silent.expect_line("connected");
     // Connections are accepted in order, so the silent client holds the only slot.
     match Subscriber::connect(&t) {
-        Err(ConnectError::Refused { reason }) => assert!(reason.contains("pending"), "{reason}"),
+        Err(ConnectError::Refused { reason, .. }) => {
+            assert!(reason.contains("pending"), "{reason}")
+        }
         other => panic!("expected a busy refusal, got {other:?}"),
     }
     silent.kill();
@@ -376,7 +363,7 @@ fn sigstop_of_the_publisher_is_a_timeout_and_sigcont_resumes_the_stream() {
         *next += 1;
     };
     while next < COUNT / 4 {
-        let m = sub.recv_timeout(common::child::WATCHDOG).unwrap();
+        let m = sub.recv_timeout(WATCHDOG).unwrap();
         take(m, &mut next);
     }
     publisher.stop();
@@ -399,12 +386,12 @@ fn sigstop_of_the_publisher_is_a_timeout_and_sigcont_resumes_the_stream() {
     assert!(matches!(sub.try_recv(), Err(RecvError::Empty)));
     publisher.resume();
     while next < COUNT {
-        let m = sub.recv_timeout(common::child::WATCHDOG).unwrap();
+        let m = sub.recv_timeout(WATCHDOG).unwrap();
         take(m, &mut next);
     }
     publisher.expect_line("done");
     assert!(matches!(
-        sub.recv_timeout(common::child::WATCHDOG),
+        sub.recv_timeout(WATCHDOG),
         Err(RecvError::Disconnected)
     ));
     publisher.finish();
@@ -566,6 +553,99 @@ fn sigkill_of_the_publisher_then_a_new_one_binds_the_stale_topic() {
     received_all(newcomer, second_count);
     // A third publisher takes the stale socket over as well, and removes it when dropped.
     drop(Publisher::bind(&t).unwrap());
+    assert!(!path.exists(), "socket file removed on clean shutdown");
+    fds.check();
+}
+
+#[test]
+fn sigkill_of_a_stalled_gating_subscriber_frees_the_publisher() {
+    let fds = FdGuard::new();
+    let t = topic("stall");
+    let mut publisher = Publisher::builder(&t)
+        .capacity(4096)
+        .max_message(256)
+        .bind()
+        .unwrap();
+    let mut stalled = spawn("stall", std::slice::from_ref(&t));
+    stalled.expect_line("ready");
+    let count = 2000u64;
+    let mut healthy = spawn(
+        "subscriber",
+        &[t.clone(), "gating".into(), "256".into(), count.to_string()],
+    );
+    healthy.expect_line("ready");
+    until("subscribers never admitted", || {
+        publisher.subscriber_count() == 2
+    });
+    let mut buf = Vec::new();
+    let mut seq = 0;
+    // Fill until the stalled subscriber holds the ring.
+    while seq < count {
+        message(seq, 256, &mut buf);
+        match publisher.loan_timeout(buf.len(), Duration::from_millis(200)) {
+            Ok(mut loan) => {
+                loan.copy_from_slice(&buf);
+                loan.publish();
+                seq += 1;
+            }
+            Err(shmcast::LoanError::Timeout) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(
+        seq < count,
+        "the stalled subscriber must have filled the ring"
+    );
+    stalled.expect_line("stalled");
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        stalled.kill();
+    });
+    // This loan is waiting on the stalled subscriber when it is killed.
+    while seq < count {
+        message(seq, 256, &mut buf);
+        let mut loan = publisher
+            .loan_timeout(buf.len(), WATCHDOG)
+            .expect("watchdog: publisher never continued");
+        loan.copy_from_slice(&buf);
+        loan.publish();
+        seq += 1;
+    }
+    killer.join().unwrap();
+    assert_eq!(publisher.stats().departed, 1);
+    drop(publisher);
+    received_all(healthy, count);
+    fds.check();
+}
+
+#[test]
+fn sigkill_of_the_publisher_drains_then_disconnects() {
+    let fds = FdGuard::new();
+    let t = topic("pubkill");
+    let count = 1000u64;
+    let mut publisher = spawn("publisher", &[t.clone(), count.to_string(), "2".into()]);
+    let bound = publisher.expect_line("bound ");
+    let path = std::path::PathBuf::from(bound.split("bound ").nth(1).unwrap());
+    let subs: Vec<_> = [Mode::Gating, Mode::Lossy]
+        .into_iter()
+        .map(|mode| common::connect_as(&t, mode))
+        .collect();
+    publisher.expect_line("published");
+    publisher.kill();
+    for mut sub in subs {
+        assert_eq!(
+            drain(&mut sub, 4096),
+            count,
+            "every committed message, and not the open loan"
+        );
+        assert!(matches!(
+            sub.recv_timeout(Duration::from_millis(10)),
+            Err(RecvError::Disconnected)
+        ));
+    }
+    // The killed publisher left its socket file; a successor takes it over and removes it.
+    assert!(path.exists(), "a killed publisher cannot remove its socket");
+    drop(Publisher::bind(&t).expect("a new publisher replaces the stale socket"));
     assert!(!path.exists(), "socket file removed on clean shutdown");
     fds.check();
 }

@@ -1,4 +1,8 @@
-//! Deterministic messages: any process can rebuild message `seq` and check what it received.
+//! Deterministic messages: any process can rebuild message `seq` and check what it received,
+//! one message at a time or a whole stream.
+
+use super::child::WATCHDOG;
+use shmcast::{RecvError, Subscriber};
 
 /// Writes message `seq` into `buf`: a length from 0 to `max`, a header [seq, checksum] when it
 /// fits, a pattern otherwise.
@@ -48,5 +52,23 @@ pub fn verify(seq: u64, payload: &[u8], max: usize, scratch: &mut Vec<u8>) {
         assert_eq!(checksum(&payload[16..]), sum, "checksum of message {seq}");
     } else {
         assert_eq!(payload, &scratch[..], "bytes of message {seq}");
+    }
+}
+
+/// Receives until the publisher is gone, checking that message `n` is the `n`th to arrive and is
+/// message `n` (of up to `max` bytes); returns how many arrived.
+pub fn drain(sub: &mut Subscriber, max: usize) -> u64 {
+    let mut scratch = Vec::new();
+    let mut next = 0;
+    loop {
+        match sub.recv_timeout(WATCHDOG) {
+            Ok(m) => {
+                assert_eq!(m.seq(), next, "in order");
+                verify(m.seq(), &m, max, &mut scratch);
+                next += 1;
+            }
+            Err(RecvError::Disconnected) => return next,
+            Err(e) => panic!("{e}"),
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! Child roles that more than one test binary starts (see [`super::child`]).
 
 use super::FdGuard;
-use super::child::WATCHDOG;
+use super::child::{Proc, WATCHDOG};
 use super::message::{message, verify};
 use shmcast::{Mode, Publisher, RecvError};
 use std::time::{Duration, Instant};
@@ -85,6 +85,16 @@ pub fn subscriber(args: &[String]) {
         "summary received={received} lagged={lagged} lag_events={lag_events} demoted={demoted} \
          longest_wait_ms={}",
         longest_wait.as_millis()
+    );
+}
+
+/// Waits for a [`subscriber`] process to end and asserts it received all `count` messages,
+/// missing none.
+pub fn received_all(child: Proc, count: u64) {
+    let out = child.finish();
+    assert!(
+        out.contains(&format!("received={count} lagged=0 ")),
+        "{out}"
     );
 }
 
