@@ -3,7 +3,7 @@
 //! 1. one writer, two gating readers, wrap-around with padding: exactly once, in order, never read
 //!    before commit (payload bytes live in loom cells: a missing happens-before edge is a race);
 //! 2. a lossy reader lapped by the writer: exact missed count, no overwritten frame accepted;
-//! 3. park/wake: a reader that parks (on its own signal, or on the ring's futex word) never
+//! 3. park/wake: a reader that parks (on its own signal, or on the ring's wake word) never
 //!    sleeps on a committed message, and a writer waiting for space never sleeps on a release;
 //! 4. a reader joining and another leaving while the writer commits;
 //! 5. gating and lossy readers on one ring.
@@ -33,7 +33,7 @@ fn msg(seq: u64, len: usize) -> Vec<u8> {
     vec![seq as u8 + 1; len]
 }
 
-/// Each reader's wake primitive (the transport's eventfd).
+/// Each reader's own signal (the transport's doorbell on its connection).
 type Wake = Arc<Notify>;
 
 /// Sends `payload`; while the ring is full, waits for a releasing reader's signal on `space`.
@@ -224,14 +224,15 @@ fn model3a_reader_park_no_lost_wakeup() {
     });
 }
 
-/// The kernel's futex, as far as the protocol relies on it: `wait` sleeps only if the word
-/// still holds the expected value, checked atomically with respect to `wake_all`.
-struct Futex {
+/// A sleep on the ring's wake word, as the transport's futex provides it and as far as the
+/// protocol relies on it: `wait` sleeps only if the word still holds the expected value, checked
+/// atomically with respect to `wake_all`.
+struct WordSleep {
     lock: Mutex<()>,
     cv: Condvar,
 }
 
-impl Futex {
+impl WordSleep {
     fn wait(&self, word: &AtomicU32, expected: u32) {
         let guard = self.lock.lock().unwrap();
         if word.load(Ordering::Relaxed) == expected {
@@ -246,23 +247,23 @@ impl Futex {
 }
 
 #[test]
-fn model3c_futex_park_no_lost_wakeup() {
+fn model3c_wake_word_park_no_lost_wakeup() {
     // As model 3a, with the reader asleep on the ring's wake word (what `recv` does) instead of
     // its own signal: the word must be read before the park announcement.
     const LENS: [usize; 2] = [8, 8];
     loom::model(|| {
         let mut w = ring::<()>();
-        let futex = Arc::new(Futex {
+        let sleep = Arc::new(WordSleep {
             lock: Mutex::new(()),
             cv: Condvar::new(),
         });
         let done = notify();
         let mut r = join(&mut w, Mode::Gating, Start::Newest, ());
-        let (futex2, done2) = (futex.clone(), done.clone());
+        let (sleep2, done2) = (sleep.clone(), done.clone());
         let t = thread::spawn(move || {
             read_all_then_notify(&mut r, &LENS, &done2, |r| {
-                if let Some(expected) = r.prepare_park_futex() {
-                    futex2.wait(r.wake_word(), expected);
+                if let Some(expected) = r.prepare_park_on_word() {
+                    sleep2.wait(r.wake_word(), expected);
                 }
                 r.unpark();
             });
@@ -271,8 +272,8 @@ fn model3c_futex_park_no_lost_wakeup() {
             let wakeups = w
                 .send(&msg(seq as u64, len), |_| panic!("no signal parker"))
                 .unwrap();
-            if wakeups.futex {
-                futex.wake_all();
+            if wakeups.wake_word {
+                sleep.wake_all();
             }
         }
         done.wait();

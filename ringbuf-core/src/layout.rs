@@ -99,9 +99,10 @@ pub struct RingHeader {
     /// signals once per wait number, so a waiting writer costs each reader one signal, not one
     /// per release.
     pub writer_waiting: u32,
-    /// Writer-owned futex word. Incremented (Release) whenever the writer wakes subscribers
-    /// that parked with [`PARKED_FUTEX`], and at close; those subscribers `FUTEX_WAIT` on it
-    /// with the value they read before parking. Readers only ever load it.
+    /// Writer-owned wake word. Incremented (Release, wrapping) whenever the writer wakes
+    /// subscribers that parked on it, and at close; those subscribers sleep until it differs
+    /// from the value they read before parking (the transport sleeps on it, e.g. with a futex).
+    /// Readers only ever load it. The protocol is the `wake` module's.
     pub wake: u32,
     _line2: [u8; LINE - 12],
     _line3: [u8; LINE],
@@ -130,10 +131,10 @@ pub struct ControlBlock {
     /// Subscriber-written. Sequence number of the next message it expects (statistics only).
     pub next_seq: u64,
     _line1: [u8; LINE - 16],
-    /// Subscriber-written (set) and writer-written (cleared on signal): non-zero while the
-    /// subscriber is parked or about to park. [`PARKED_SIGNAL`]: signal it individually (it
-    /// waits on its descriptor); [`PARKED_FUTEX`]: it waits on the ring's `wake` word. Any other
-    /// non-zero value is treated as [`PARKED_SIGNAL`].
+    /// Subscriber-written (set) and writer-written (cleared when it wakes the subscriber):
+    /// non-zero while the subscriber is parked or about to park, saying how it sleeps: on its
+    /// own signal, or on the ring's `wake` word. The values and what the writer does with each
+    /// are the `wake` module's.
     pub parked: u32,
     _line2: [u8; LINE - 4],
     /// Subscriber-written statistics: messages received.
@@ -151,10 +152,6 @@ pub const STATE_ACTIVE: u32 = 1;
 pub const STATE_EVICTED: u32 = 2;
 /// Control-block mode: the writer never overwrites what this subscriber has not released.
 pub const MODE_GATING: u32 = 1;
-/// `parked`: waits for its own signal.
-pub const PARKED_SIGNAL: u32 = 1;
-/// `parked`: waits on the ring header's `wake` futex word.
-pub const PARKED_FUTEX: u32 = 2;
 /// Control-block mode: the writer never waits for this subscriber.
 pub const MODE_LOSSY: u32 = 2;
 

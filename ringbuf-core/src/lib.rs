@@ -1,20 +1,23 @@
 //! The shmcast ring protocol over a memory region: layout, frames, cursors, gating, lag and wake
-//! decisions. No syscalls and no I/O: the transport maps it onto a sealed memfd and performs the
-//! eventfd signals this crate asks for; tests run it over heap memory, under loom and under Miri.
+//! decisions. No syscalls and no I/O: the transport maps it onto a sealed memfd and delivers the
+//! wakeups this crate asks for (a signal to one subscriber, a wake of the ring's wake word); tests
+//! run it over heap memory, under loom and under Miri.
 //!
 //! One [`Writer`] appends variable-size frames to a ring; any number of [`Reader`]s follow it, each
 //! with its own cursor in its own control block. A *gating* reader is never overwritten before it
 //! releases; a *lossy* one never slows the writer and learns exactly how many messages it missed.
-//! A reader that finds nothing parks in two steps ([`Reader::prepare_park`], then sleep); a commit
-//! tells the transport which parked readers to signal.
+//! A reader that finds nothing parks in two steps ([`Reader::prepare_park`] or
+//! [`Reader::prepare_park_on_word`], then sleep); a commit tells the transport which parked
+//! readers to signal and whether to wake the sleepers on the wake word ([`Wakeups`]).
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`layout`] | the shared ABI (ring header, control block), its `# Layout` diagram, validation |
-//! | [`frame`] | frame encoding and bounds-checked decoding |
 //! | [`region`] | the memory region and its atomic/byte accessors |
-//! | [`writer`] | reserve, commit, gating, admission, wake decisions |
-//! | [`reader`] | peek/release, validated copy, lag accounting, park decision |
+//! | [`layout`] | the shared ABI (ring header, control block, frame size), its `# Layout` diagram, validation |
+//! | [`frame`] | frame encoding and bounds-checked decoding |
+//! | [`wake`] | the park/wake protocol: parked flags, the wake word, the wait for space, their fences |
+//! | [`writer`] | reserve, commit, gating, admission, demotion |
+//! | [`reader`] | peek/release, validated copy, lag accounting, the re-check before parking |
 //!
 //! ```
 //! use shmcast_core::{Mode, ReadError, Reader, Region, RingConfig, Start, Writer};
@@ -49,6 +52,7 @@ pub mod layout;
 pub mod reader;
 pub mod region;
 mod sync;
+pub mod wake;
 pub mod writer;
 
 pub use frame::FrameError;
@@ -57,7 +61,7 @@ pub use layout::{
 };
 pub use reader::{Copied, Frame, ReadError, Reader, ReaderStats};
 pub use region::Region;
+pub use wake::Wakeups;
 pub use writer::{
-    Mode, Reservation, ReserveError, Start, SubscriberId, SubscriberInfo, Wakeups, Writer,
-    WriterStats,
+    Mode, Reservation, ReserveError, Start, SubscriberId, SubscriberInfo, Writer, WriterStats,
 };

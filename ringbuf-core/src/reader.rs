@@ -1,4 +1,5 @@
-//! The reader: the next frame in order, release, lag accounting, and the park decision.
+//! The reader: the next frame in order, release, lag accounting, and its re-check before it
+//! parks (the park protocol itself is the [`wake`] module's).
 //!
 //! A gating reader peeks a frame ([`Reader::try_peek`]), uses it in place, then releases it
 //! ([`Reader::release`]); the writer never overwrites it in between. A lossy reader copies
@@ -39,6 +40,7 @@ use crate::frame::{self, FrameError, Kind};
 use crate::layout::{self, LayoutError, RingConfig, cb, hdr};
 use crate::region::Region;
 use crate::sync::{AtomicU32, Ordering, fence};
+use crate::wake;
 use core::fmt;
 
 /// Attempts to find a stable frame after being lapped before reporting "try again".
@@ -371,18 +373,9 @@ impl Reader {
         self.seq = frame.seq.wrapping_add(1);
         self.stats.received = self.stats.received.wrapping_add(1);
         self.publish_progress();
-        // SYNC(space): SeqCst fence between the store of `cursor` (in publish_progress) and the
-        // load of `writer_waiting`; pairs with the fence in Writer::prepare_wait_for_space.
-        fence(Ordering::SeqCst);
-        let wait = self
-            .ring
-            .u32_at(hdr::WRITER_WAITING)
-            .load(Ordering::Relaxed);
-        if wait == 0 || wait == self.signalled_wait {
-            return false;
-        }
-        self.signalled_wait = wait;
-        true
+        // After the store of `cursor`: wake::writer_to_signal fences (SYNC(space)) before it
+        // reads `writer_waiting`.
+        wake::writer_to_signal(&self.ring, &mut self.signalled_wait)
     }
 
     fn publish_progress(&self) {
@@ -538,40 +531,32 @@ impl Reader {
     /// arrived meanwhile) the announcement is withdrawn. After waking call
     /// [`unpark`](Self::unpark).
     pub fn prepare_park(&mut self) -> bool {
-        self.park(layout::PARKED_SIGNAL)
+        wake::park(&self.cb, wake::PARKED_SIGNAL, || self.may_sleep())
     }
 
     /// Like [`prepare_park`](Self::prepare_park), for a reader that will sleep on the ring's
-    /// wake word ([`wake_word`](Self::wake_word)) with `FUTEX_WAIT`. Returns the value to wait
-    /// for (the word's value before the announcement), or `None` if it must not sleep.
-    pub fn prepare_park_futex(&mut self) -> Option<u32> {
-        // SYNC(futex): Acquire, before the store of `parked` (which it keeps after it); pairs with
-        // the Release increment in Writer::advance_wake_word.
-        let word = self.ring.u32_at(hdr::WAKE).load(Ordering::Acquire);
-        self.park(layout::PARKED_FUTEX).then_some(word)
+    /// wake word ([`wake_word`](Self::wake_word)) until it changes (the transport sleeps on it,
+    /// e.g. with a futex). Returns the value to sleep on (the word's value before the
+    /// announcement), or `None` if it must not sleep.
+    pub fn prepare_park_on_word(&mut self) -> Option<u32> {
+        wake::park_on_word(&self.ring, &self.cb, || self.may_sleep())
     }
 
-    /// The ring's wake word, for `FUTEX_WAIT` after [`prepare_park_futex`](Self::prepare_park_futex).
+    /// The ring's wake word, to sleep on after
+    /// [`prepare_park_on_word`](Self::prepare_park_on_word).
     pub fn wake_word(&self) -> &AtomicU32 {
-        self.ring.u32_at(hdr::WAKE)
+        wake::wake_word(&self.ring)
     }
 
-    fn park(&mut self, how: u32) -> bool {
-        let parked = self.cb.u32_at(cb::PARKED);
-        parked.store(how, Ordering::Relaxed);
-        // SYNC(park): SeqCst fence between the store of `parked` and the load of `committed`;
-        // pairs with the fence in Writer::wake_parked (and Writer::close).
-        fence(Ordering::SeqCst);
+    /// The re-check after a park announcement (wake::park fences between the two): whether
+    /// nothing can be read and the stream goes on, so that this reader may sleep.
+    fn may_sleep(&self) -> bool {
         // SYNC(commit): Acquire; pairs with the Release store in Writer::commit.
         let committed = self.ring.u64_at(hdr::COMMITTED).load(Ordering::Acquire);
         // SYNC(close): Acquire; pairs with the Release store in Writer::close.
         let closed = self.ring.u32_at(hdr::CLOSED).load(Ordering::Acquire) != 0;
         let evicted = self.cb.u32_at(cb::STATE).load(Ordering::Relaxed) != layout::STATE_ACTIVE;
-        if self.readable(committed) || closed || evicted || self.writer_gone {
-            parked.store(0, Ordering::Relaxed);
-            return false;
-        }
-        true
+        !(self.readable(committed) || closed || evicted || self.writer_gone)
     }
 
     /// Whether a frame at or after our position is committed and intact. A lapped reader whose
@@ -587,6 +572,6 @@ impl Reader {
 
     /// Withdraws the park announcement after waking.
     pub fn unpark(&self) {
-        self.cb.u32_at(cb::PARKED).store(0, Ordering::Relaxed);
+        wake::unpark(&self.cb);
     }
 }

@@ -1,5 +1,5 @@
-//! The writer: reserve a contiguous payload, commit or abandon it, admit and remove subscribers,
-//! and decide whom a commit must wake.
+//! The writer: reserve a contiguous payload, commit or abandon it, admit and remove subscribers.
+//! Whom a commit must wake is the [`wake`] protocol's decision; the writer calls it.
 //!
 //! # Overload and failure
 //!
@@ -37,6 +37,7 @@ use crate::frame::{self, Kind};
 use crate::layout::{self, RingConfig, cb, hdr};
 use crate::region::Region;
 use crate::sync::{AtomicU32, Ordering, fence};
+use crate::wake::{self, Wakeups};
 use core::fmt;
 
 /// How a subscriber is served.
@@ -154,29 +155,12 @@ pub struct SubscriberInfo {
     pub lagged: u64,
 }
 
-/// What a commit (or close) asks the transport to do beyond the per-subscriber `wake` calls.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Wakeups {
-    /// How many subscribers were passed to `wake` (parked with their own signal).
-    pub signals: usize,
-    /// Whether subscribers wait on the wake word: the transport must `FUTEX_WAKE` all its
-    /// waiters (one syscall however many there are).
-    pub futex: bool,
-}
-
-impl Wakeups {
-    /// Syscalls the transport makes to deliver these wakeups (one per signal, one for the futex).
-    pub fn syscalls(&self) -> usize {
-        self.signals + usize::from(self.futex)
-    }
-}
-
 /// Counters kept by the writer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WriterStats {
     /// Messages committed.
     pub messages: u64,
-    /// Wakeups requested for parked subscribers (one per signal, one per futex wake).
+    /// Wakeups requested for parked subscribers (one per signal, one per wake of the wake word).
     pub wakeups: u64,
     /// Reservations refused because the ring was full.
     pub full: u64,
@@ -192,7 +176,8 @@ struct Slot<A> {
 }
 
 /// The single writer of a ring. `A` is whatever the transport attaches to each subscriber
-/// (its eventfd, for instance); the writer hands it back when that subscriber needs a signal.
+/// (the connection it rings a doorbell on, for instance); the writer hands it back when that
+/// subscriber needs a signal.
 pub struct Writer<A> {
     ring: Region,
     cfg: RingConfig,
@@ -412,9 +397,9 @@ impl<A> Writer<A> {
     }
 
     /// Commits a reservation and calls `wake` for every subscriber parked with
-    /// [`PARKED_SIGNAL`](layout::PARKED_SIGNAL). Returns what the transport must do; if
-    /// [`Wakeups::futex`] is set, the [`wake_word`](Self::wake_word) was advanced and the
-    /// transport must `FUTEX_WAKE` every waiter on it.
+    /// [`PARKED_SIGNAL`](wake::PARKED_SIGNAL). Returns what the transport must do; if
+    /// [`Wakeups::wake_word`] is set, the [`wake_word`](Self::wake_word) was advanced and the
+    /// transport must wake every sleeper on it.
     pub fn commit(&mut self, res: Reservation, wake: impl FnMut(&A)) -> Wakeups {
         let off = layout::data_off(res.pos, self.mask);
         self.ring.u64_at(off).store(
@@ -431,7 +416,7 @@ impl<A> Writer<A> {
             .u64_at(hdr::NEXT_SEQ)
             .store(self.next_seq, Ordering::Relaxed);
         // SYNC(commit): Release; pairs with the Acquire loads of `committed` in Reader::try_peek,
-        // Reader::try_copy and Reader::prepare_park: the frame header and payload written above
+        // Reader::try_copy and Reader::may_sleep: the frame header and payload written above
         // are visible to a reader that sees this position.
         self.ring
             .u64_at(hdr::COMMITTED)
@@ -451,72 +436,33 @@ impl<A> Writer<A> {
         Ok(self.commit(res, wake))
     }
 
-    fn wake_parked(&mut self, mut wake: impl FnMut(&A)) -> Wakeups {
+    /// After a commit: wakes the parked subscribers (the fence and the decisions are
+    /// `wake::take_parked`'s).
+    fn wake_parked(&mut self, wake: impl FnMut(&A)) -> Wakeups {
         if self.slots.is_empty() {
             return Wakeups::default();
         }
-        // SYNC(park): SeqCst fence between the store of `committed` and the loads of `parked`;
-        // pairs with the SeqCst fence in Reader::prepare_park between its store of `parked` and
-        // its load of `committed`. Either the writer sees the flag or the reader sees the commit.
-        fence(Ordering::SeqCst);
-        let mut w = Wakeups::default();
-        for slot in &self.slots {
-            let parked = slot.cb.u32_at(cb::PARKED);
-            if parked.load(Ordering::Relaxed) == 0 {
-                continue;
-            }
-            match parked.swap(0, Ordering::Relaxed) {
-                0 => {}
-                layout::PARKED_FUTEX => w.futex = true,
-                _ => {
-                    wake(&slot.attachment);
-                    w.signals += 1;
-                }
-            }
-        }
-        if w.futex {
-            self.advance_wake_word();
-        }
-        self.stats.wakeups += w.signals as u64 + u64::from(w.futex);
+        let subscribers = self.slots.iter().map(|s| (&s.cb, &s.attachment));
+        let w = wake::take_parked(&self.ring, subscribers, wake);
+        self.stats.wakeups += w.syscalls() as u64;
         w
     }
 
-    /// Advances the futex word, after the `parked` flags it answers were taken.
-    fn advance_wake_word(&self) {
-        // SYNC(futex): Release; pairs with the Acquire load in Reader::prepare_park_futex, made
-        // before that reader's store of `parked`: a reader whose flag we took read the old value,
-        // so its FUTEX_WAIT returns at once or is woken by the transport's FUTEX_WAKE.
-        self.ring.u32_at(hdr::WAKE).fetch_add(1, Ordering::Release);
-    }
-
-    /// The futex word that subscribers parked with [`PARKED_FUTEX`](layout::PARKED_FUTEX) wait
-    /// on (see [`Wakeups::futex`]).
+    /// The wake word that subscribers parked with [`PARKED_ON_WORD`](wake::PARKED_ON_WORD)
+    /// sleep on (see [`Wakeups::wake_word`]).
     pub fn wake_word(&self) -> &AtomicU32 {
-        self.ring.u32_at(hdr::WAKE)
+        wake::wake_word(&self.ring)
     }
 
     /// Takes subscriber `id`'s park announcement, as a commit would: calls `wake` if it waits for
-    /// its own signal, or advances the wake word if it waits on it. For events other than
+    /// its own signal, or advances the wake word if it sleeps on it. For events other than
     /// commits (a demotion) that the subscriber must hear.
-    pub fn wake_one(&mut self, id: SubscriberId, mut wake: impl FnMut(&A)) -> Wakeups {
-        let mut w = Wakeups::default();
+    pub fn wake_one(&mut self, id: SubscriberId, wake: impl FnMut(&A)) -> Wakeups {
         let Some(slot) = self.slots.iter().find(|s| s.id == id) else {
-            return w;
+            return Wakeups::default();
         };
-        // SYNC(park): as in wake_parked; the event was stored before this call.
-        fence(Ordering::SeqCst);
-        match slot.cb.u32_at(cb::PARKED).swap(0, Ordering::Relaxed) {
-            0 => {}
-            layout::PARKED_FUTEX => w.futex = true,
-            _ => {
-                wake(&slot.attachment);
-                w.signals = 1;
-            }
-        }
-        if w.futex {
-            self.advance_wake_word();
-        }
-        w
+        // The event was stored before this call; take_one's fence orders it before the swap.
+        wake::take_one(&self.ring, &slot.cb, &slot.attachment, wake)
     }
 
     /// Re-reads every gating cursor. A cursor ahead of the writer, or more than a ring behind it,
@@ -526,7 +472,8 @@ impl<A> Writer<A> {
         let cap = self.cfg.capacity();
         let mut demoted = 0;
         for slot in self.slots.iter_mut().filter(|s| s.mode == Mode::Gating) {
-            // SYNC(release): Acquire; pairs with the Release store of `cursor` in Reader::release:
+            // SYNC(release): Acquire; pairs with the Release store of `cursor` in
+            // Reader::publish_progress (called by Reader::release and Reader::try_copy):
             // the subscriber's reads of the frames below it happen-before the writer reuses them.
             let c = slot.cb.u64_at(cb::CURSOR).load(Ordering::Acquire);
             if c > self.committed || self.committed - c > cap {
@@ -550,23 +497,17 @@ impl<A> Writer<A> {
     /// sleeping, or on `Ok(false)`, call [`end_wait_for_space`](Self::end_wait_for_space).
     pub fn prepare_wait_for_space(&mut self, len: usize) -> Result<bool, ReserveError> {
         let (_, need, _) = self.need_for(len)?;
-        self.wait_epoch = self.wait_epoch.wrapping_add(1).max(1);
-        self.ring
-            .u32_at(hdr::WRITER_WAITING)
-            .store(self.wait_epoch, Ordering::Relaxed);
-        // SYNC(space): SeqCst fence between the store of `writer_waiting` and the loads of the
-        // cursors; pairs with the SeqCst fence in Reader::release between its store of `cursor`
-        // and its load of `writer_waiting`. Either we see the release or the reader sees us.
-        fence(Ordering::SeqCst);
+        self.wait_epoch = wake::next_wait(self.wait_epoch);
+        // Announces, then fences (SYNC(space) in wake::announce_wait_for_space) before the
+        // cursors are re-read.
+        wake::announce_wait_for_space(&self.ring, self.wait_epoch);
         self.refresh_min_gate();
         Ok(!self.has_space(need))
     }
 
     /// Withdraws the announcement made by [`prepare_wait_for_space`](Self::prepare_wait_for_space).
     pub fn end_wait_for_space(&mut self) {
-        self.ring
-            .u32_at(hdr::WRITER_WAITING)
-            .store(0, Ordering::Relaxed);
+        wake::end_wait_for_space(&self.ring);
     }
 
     /// Admits a subscriber whose control block is `cb` (zeroed, at least `CONTROL_BLOCK_LEN`
@@ -603,7 +544,8 @@ impl<A> Writer<A> {
         cb.u64_at(cb::START_SEQ).store(seq, Ordering::Relaxed);
         cb.u64_at(cb::CURSOR).store(pos, Ordering::Relaxed);
         cb.u64_at(cb::NEXT_SEQ).store(seq, Ordering::Relaxed);
-        cb.u32_at(cb::PARKED).store(0, Ordering::Relaxed);
+        cb.u32_at(cb::PARKED)
+            .store(wake::NOT_PARKED, Ordering::Relaxed);
         // SYNC(admit): Release; pairs with the Acquire load of `state` in Reader::attach.
         cb.u32_at(cb::STATE)
             .store(layout::STATE_ACTIVE, Ordering::Release);
@@ -687,7 +629,7 @@ impl<A> Writer<A> {
                 cursor,
                 lag_bytes: self.committed.saturating_sub(cursor),
                 lag_messages: self.next_seq.saturating_sub(seq),
-                parked: s.cb.u32_at(cb::PARKED).load(Ordering::Relaxed) != 0,
+                parked: wake::is_parked(&s.cb),
                 received: s.cb.u64_at(cb::RECEIVED).load(Ordering::Relaxed),
                 lagged: s.cb.u64_at(cb::LAGGED).load(Ordering::Relaxed),
             }
@@ -696,26 +638,17 @@ impl<A> Writer<A> {
 
     /// Ends the stream: subscribers drain what is committed, then see it closed. Every
     /// subscriber is signalled (parked or not), since one waiting in an event loop must hear it,
-    /// and the wake word is advanced ([`Wakeups::futex`]) for those waiting on it.
-    pub fn close(&mut self, mut wake: impl FnMut(&A)) -> Wakeups {
+    /// and the wake word is advanced ([`Wakeups::wake_word`]) for those sleeping on it.
+    pub fn close(&mut self, wake: impl FnMut(&A)) -> Wakeups {
         if self.closed {
             return Wakeups::default();
         }
         self.closed = true;
-        // SYNC(close): Release; pairs with the Acquire load of `closed` in the reader's empty path.
+        // SYNC(close): Release; pairs with the Acquire loads of `closed` in Reader::at_end and
+        // Reader::may_sleep. wake::wake_all then fences (SYNC(park)) before its signals.
         self.ring.u32_at(hdr::CLOSED).store(1, Ordering::Release);
-        // SYNC(park): SeqCst fence between the store of `closed` and the signals below; pairs with
-        // the fence in Reader::prepare_park, which then sees `closed` or gets a signal.
-        fence(Ordering::SeqCst);
-        for slot in &self.slots {
-            slot.cb.u32_at(cb::PARKED).store(0, Ordering::Relaxed);
-            wake(&slot.attachment);
-        }
-        self.advance_wake_word();
-        Wakeups {
-            signals: self.slots.len(),
-            futex: true,
-        }
+        let subscribers = self.slots.iter().map(|s| (&s.cb, &s.attachment));
+        wake::wake_all(&self.ring, subscribers, wake)
     }
 
     /// Whether [`close`](Self::close) was called.

@@ -245,15 +245,19 @@ fn commits_wake_only_parked_readers() {
 }
 
 #[test]
-fn futex_parkers_share_one_wakeup() {
+fn wake_word_parkers_share_one_wakeup() {
     let mut w = ring(256, 96);
     let mut a = join(&mut w, Mode::Gating, Start::Newest, 1);
     let mut b = join(&mut w, Mode::Lossy, Start::Newest, 2);
     let mut c = join(&mut w, Mode::Lossy, Start::Newest, 3);
     let word = |r: &Reader| r.wake_word().load(std::sync::atomic::Ordering::Relaxed);
     let before = word(&a);
-    let wa = a.prepare_park_futex().expect("nothing to read: may sleep");
-    let wb = b.prepare_park_futex().expect("nothing to read: may sleep");
+    let wa = a
+        .prepare_park_on_word()
+        .expect("nothing to read: may sleep");
+    let wb = b
+        .prepare_park_on_word()
+        .expect("nothing to read: may sleep");
     assert_eq!(
         (wa, wb),
         (before, before),
@@ -264,12 +268,15 @@ fn futex_parkers_share_one_wakeup() {
     let wakeups = w.send(b"x", |t| woken.push(*t)).unwrap();
     assert_eq!(woken, [3], "only the signal parker is called");
     assert_eq!(wakeups.signals, 1);
-    assert!(wakeups.futex, "the futex parkers need one FUTEX_WAKE");
+    assert!(
+        wakeups.wake_word,
+        "the word parkers need one wake of the word"
+    );
     assert_eq!(wakeups.syscalls(), 2);
     assert_eq!(
         word(&a),
         before.wrapping_add(1),
-        "a FUTEX_WAIT on the old value returns"
+        "a sleep on the old value returns"
     );
     for r in [&a, &b, &c] {
         r.unpark();
@@ -279,16 +286,16 @@ fn futex_parkers_share_one_wakeup() {
     assert_eq!(
         word(&a),
         before.wrapping_add(1),
-        "the word moves only for futex parkers"
+        "the word moves only for word parkers"
     );
-    // With data waiting, a futex park is refused and leaves the word alone.
-    assert_eq!(a.prepare_park_futex(), None);
+    // With data waiting, a park on the word is refused and leaves the word alone.
+    assert_eq!(a.prepare_park_on_word(), None);
     a.try_copy(&mut Vec::new()).unwrap();
     a.try_copy(&mut Vec::new()).unwrap();
-    let wa = a.prepare_park_futex().expect("drained: may sleep");
+    let wa = a.prepare_park_on_word().expect("drained: may sleep");
     let closing = w.close(|_| {});
     assert!(
-        closing.futex && closing.signals == 3,
+        closing.wake_word && closing.signals == 3,
         "close wakes everyone both ways"
     );
     assert_ne!(word(&a), wa, "a sleeper on the old value wakes at close");
