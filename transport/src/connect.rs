@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use shmcast_core::{CONTROL_BLOCK_LEN, HEADER_LEN, Reader};
 
-use crate::error::{ConnectError, ProtocolError, RefuseReason};
-use crate::handshake::{self, Hello, Reply};
+use crate::error::{ConnectError, ProtocolError};
+use crate::handshake::{self, Hello, RefuseReason, Reply};
 use crate::policy::Admission;
 use crate::shm;
 use crate::sys::{self, packet::RecvFdsError};

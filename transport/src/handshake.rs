@@ -13,8 +13,8 @@
 //! All integers little-endian. A packet of the wrong length, magic, version or kind is refused;
 //! nothing in it is trusted beyond these checks.
 
-use crate::error::{DecodeError, RefuseReason};
 use shmcast_core::{Mode, Start};
+use std::fmt;
 
 const MAGIC: [u8; 4] = *b"SHMC";
 /// Version of the control protocol.
@@ -29,6 +29,73 @@ const WELCOME_LEN: usize = 32;
 const REFUSE_MAX_TEXT: usize = MAX_PACKET - 12;
 /// Descriptors a WELCOME carries.
 pub(crate) const WELCOME_FDS: usize = 2;
+
+/// Why a publisher refused a subscriber, as carried by its refusal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RefuseReason {
+    /// The publisher's admission policy does not admit our uid.
+    PermissionDenied,
+    /// The publisher speaks another protocol version.
+    Version,
+    /// The publisher found our request malformed, or we took too long to send it.
+    BadRequest,
+    /// Overload: too many handshakes at once, the subscriber limit, or the publisher is short
+    /// of descriptors. Trying again later may succeed.
+    Busy,
+    /// The publisher failed to set up our shared memory.
+    Internal,
+    /// The publisher closed the connection before saying why (it refused before reading our
+    /// request, as it does when the policy or the subscriber limit rules us out at once).
+    Unstated,
+    /// A code this build does not know (a newer publisher).
+    Other(u16),
+}
+
+impl fmt::Display for RefuseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RefuseReason::PermissionDenied => f.write_str("permission denied"),
+            RefuseReason::Version => f.write_str("protocol version"),
+            RefuseReason::BadRequest => f.write_str("bad request"),
+            RefuseReason::Busy => f.write_str("busy"),
+            RefuseReason::Internal => f.write_str("internal error"),
+            RefuseReason::Unstated => f.write_str("no reason given"),
+            RefuseReason::Other(code) => write!(f, "code {code}"),
+        }
+    }
+}
+
+/// A handshake record that breaks the protocol: its length, magic, version, kind or a field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The packet has the wrong length for its kind.
+    Length(usize),
+    /// The packet does not start with the protocol's magic.
+    Magic,
+    /// The peer speaks this other protocol version.
+    Version(u16),
+    /// The packet is of a kind not expected here.
+    Kind(u16),
+    /// This field holds a value the protocol does not define.
+    Field(&'static str),
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::Length(n) => write!(f, "packet of {n} bytes has the wrong length"),
+            DecodeError::Magic => f.write_str("not a shmcast packet"),
+            DecodeError::Version(v) => {
+                write!(f, "protocol version {v}, this build speaks {VERSION}")
+            }
+            DecodeError::Kind(k) => write!(f, "unexpected packet kind {k}"),
+            DecodeError::Field(n) => write!(f, "invalid field `{n}`"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
 
 /// The wire code of each refusal reason.
 pub(crate) fn refuse_code(reason: RefuseReason) -> u16 {

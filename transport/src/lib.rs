@@ -109,7 +109,7 @@
 //! | module | role |
 //! |---|---|
 //! | `publisher`, `loan` | [`Publisher`], its builder and statistics; [`Loan`], [`PodLoan`] |
-//! | `subscriber`, `sample` | [`Subscriber`], its builder and statistics; [`Sample`] |
+//! | `subscriber` | [`Subscriber`], its builder and statistics, the [`Sample`]s it lends |
 //! | `policy` | [`Admission`]: whom each side trusts; subscriber limits, descriptor reserve |
 //! | `connect` | the subscriber's half of the handshake |
 //! | `server` | the publisher's server thread: accept, credentials, handshake, hang-ups |
@@ -135,7 +135,6 @@ mod loan;
 mod policy;
 mod publisher;
 mod readiness;
-mod sample;
 mod server;
 mod shared;
 mod shm;
@@ -147,12 +146,11 @@ mod topic;
 mod wake;
 
 pub use error::{
-    BindError, ConnectError, DecodeError, LoanError, MapError, PodError, ProtocolError, RecvError,
-    RefuseReason, TopicError,
+    BindError, ConnectError, LoanError, MapError, PodError, ProtocolError, RecvError, TopicError,
 };
+pub use handshake::{DecodeError, RefuseReason};
 pub use loan::{Loan, PodLoan};
 pub use policy::Admission;
 pub use publisher::{Publisher, PublisherBuilder, PublisherStats};
-pub use sample::Sample;
 pub use shmcast_core::{FrameError, Mode, Start, SubscriberId, SubscriberInfo};
-pub use subscriber::{Subscriber, SubscriberBuilder, SubscriberStats};
+pub use subscriber::{Sample, Subscriber, SubscriberBuilder, SubscriberStats};

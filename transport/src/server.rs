@@ -13,8 +13,7 @@
 //!   ones are refused as busy.
 //! * A hang-up removes the subscriber and signals a publisher waiting for space.
 
-use crate::error::RefuseReason;
-use crate::handshake::{self, Hello, Reply};
+use crate::handshake::{self, DecodeError, Hello, RefuseReason, Reply};
 use crate::policy;
 use crate::shared::Shared;
 use crate::shm::SharedMemory;
@@ -214,7 +213,7 @@ impl Server {
                     }
                     Err(e) => {
                         let code = match e {
-                            crate::error::DecodeError::Version(_) => RefuseReason::Version,
+                            DecodeError::Version(_) => RefuseReason::Version,
                             _ => RefuseReason::BadRequest,
                         };
                         self.refuse(&conn.sock, code, &e.to_string());

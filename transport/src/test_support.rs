@@ -5,8 +5,8 @@
 //! promise whatever their input, shared by property tests and fuzz targets.
 
 use crate::connect;
-use crate::error::{ConnectError, RefuseReason};
-use crate::handshake::{self, Hello, Reply};
+use crate::error::ConnectError;
+use crate::handshake::{self, Hello, RefuseReason, Reply};
 use crate::sys;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
