@@ -18,6 +18,7 @@
 //! | [`wake`] | the park/wake protocol: parked flags, the wake word, the wait for space, their fences |
 //! | [`writer`] | reserve, commit, gating, admission, demotion |
 //! | [`reader`] | peek/release, validated copy, lag accounting, the re-check before parking |
+//! | `testing` | checkers shared by property tests and fuzz targets (feature `test-support`) |
 //!
 //! ```
 //! use shmcast_core::{Mode, ReadError, Reader, Region, RingConfig, Start, Writer};
@@ -52,6 +53,8 @@ pub mod layout;
 pub mod reader;
 pub mod region;
 mod sync;
+#[cfg(feature = "test-support")]
+pub mod testing;
 pub mod wake;
 pub mod writer;
 

@@ -3,28 +3,34 @@
 //! values, sequence numbers, counters, the publisher's own line), drains of an honest reader and
 //! waits for space. Whatever the hostile blocks hold, the writer neither panics nor overflows,
 //! the honest reader receives every message in order and intact and stays gating
-//! (`shmcast::test_support::check_hostile_control_blocks`, shared with the fuzz target
+//! (`shmcast_core::testing::check_hostile_control_blocks`, shared with the fuzz target
 //! `control_blocks`).
+#![cfg(not(shmcast_loom))]
 
 mod common;
 
-use common::rng::Rng;
-use shmcast::test_support::check_hostile_control_blocks as check;
+use common::Rng;
+use shmcast_core::testing::check_hostile_control_blocks as check;
 
-fn programs() -> u64 {
-    std::env::var("SHMCAST_CONTROL_BLOCK_PROGRAMS")
+/// Programs and their longest length in bytes.
+fn programs() -> (u64, u64) {
+    if cfg!(miri) {
+        return (6, 400);
+    }
+    let n = std::env::var("SHMCAST_CONTROL_BLOCK_PROGRAMS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000)
+        .unwrap_or(20_000);
+    (n, 4000)
 }
 
 #[test]
 fn random_programs_keep_the_honest_reader_whole() {
     let mut rng = Rng(0x5eed_c0b1_0000_0001);
-    let n = programs();
+    let (n, longest) = programs();
     let (mut messages, mut demotions, mut full) = (0, 0, 0);
     for _ in 0..n {
-        let len = (rng.next() % 4000) as usize;
+        let len = rng.below(longest) as usize;
         let program: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
         let stats = check(&program);
         messages += stats.messages;
@@ -34,7 +40,7 @@ fn random_programs_keep_the_honest_reader_whole() {
     eprintln!("{n} programs: {messages} messages, {full} full rings, {demotions} demotions");
     // The programs reach the paths that matter: a full ring, and demotions of the hostile
     // gating subscriber (by its cursor or by the stall bound).
-    assert!(messages > n && full > 0 && demotions > 0);
+    assert!(cfg!(miri) || (messages > n && full > 0 && demotions > 0));
 }
 
 #[test]
