@@ -122,7 +122,7 @@
 //! | `shm` | sealed memfds and their mappings, handed out as core regions |
 //! | `error` | one error type per operation |
 //! | `sys` | every syscall, split by kernel domain |
-//! | [`test_support`] | helpers for tests and fuzz targets (feature `test-support`) |
+//! | `test_support` | helpers for tests and fuzz targets (feature `test-support`) |
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]

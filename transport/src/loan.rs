@@ -90,7 +90,7 @@ impl Drop for Loan<'_> {
     }
 }
 
-/// A loan of exactly one `T`, from [`Publisher::loan_pod`].
+/// A loan of exactly one `T`, from [`Publisher::loan_pod`](crate::Publisher::loan_pod).
 pub struct PodLoan<'a, T> {
     loan: Loan<'a>,
     _t: std::marker::PhantomData<T>,

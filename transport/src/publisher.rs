@@ -1,26 +1,4 @@
 //! The publisher: owns the ring, lends writable buffers inside it, and wakes parked subscribers.
-//!
-//! # Overload and failure
-//!
-//! * A gating subscriber that does not release makes the ring full: [`Publisher::try_loan`]
-//!   returns [`LoanError::Full`], [`Publisher::loan_timeout`] waits up to its timeout, and
-//!   [`Publisher::loan`] waits — up to the stall bound, if one is configured, after which the
-//!   slowest gating subscriber is demoted to lossy and publishing continues.
-//! * A subscriber whose connection hangs up (it exited or was killed) is removed at once; a
-//!   publisher waiting on it continues immediately.
-//! * Dropping the publisher ends the stream: subscribers receive everything committed, then
-//!   [`RecvError::Disconnected`](crate::RecvError::Disconnected). The socket file is removed.
-//!
-//! ```no_run
-//! use shmcast::{Publisher, Subscriber};
-//!
-//! let mut publisher = Publisher::builder("doc-example").capacity(1 << 20).bind()?;
-//! let mut loan = publisher.loan(5)?;
-//! loan.copy_from_slice(b"hello");
-//! loan.publish();
-//! publisher.send(b"world")?;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
 
 use crate::claim::Claim;
 use crate::error::{BindError, LoanError};
@@ -157,7 +135,30 @@ pub struct PublisherStats {
     pub subscribers: Vec<SubscriberInfo>,
 }
 
-/// The single publisher of a topic.
+/// The single publisher of a topic: owns the ring, lends writable buffers inside it, and wakes
+/// parked subscribers.
+///
+/// # Overload and failure
+///
+/// * A gating subscriber that does not release makes the ring full: [`Publisher::try_loan`]
+///   returns [`LoanError::Full`], [`Publisher::loan_timeout`] waits up to its timeout, and
+///   [`Publisher::loan`] waits — up to the stall bound, if one is configured, after which the
+///   slowest gating subscriber is demoted to lossy and publishing continues.
+/// * A subscriber whose connection hangs up (it exited or was killed) is removed at once; a
+///   publisher waiting on it continues immediately.
+/// * Dropping the publisher ends the stream: subscribers receive everything committed, then
+///   [`RecvError::Disconnected`](crate::RecvError::Disconnected). The socket file is removed.
+///
+/// ```no_run
+/// use shmcast::{Publisher, Subscriber};
+///
+/// let mut publisher = Publisher::builder("doc-example").capacity(1 << 20).bind()?;
+/// let mut loan = publisher.loan(5)?;
+/// loan.copy_from_slice(b"hello");
+/// loan.publish();
+/// publisher.send(b"world")?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Publisher {
     shared: Arc<Shared>,
     server: Option<JoinHandle<()>>,

@@ -1,32 +1,6 @@
 //! The subscriber: connects to a topic, maps the ring read-only, and receives messages in place
 //! (gating) or by validated copy (lossy), as samples released when dropped.
-//!
-//! # Overload and failure
-//!
-//! * A lossy subscriber that falls a ring behind gets [`RecvError::Lagged`] with the exact
-//!   number of messages it missed, then continues in order.
-//! * A gating subscriber that stalls past the publisher's stall bound gets
-//!   [`RecvError::Demoted`] once and continues as a lossy one.
-//! * When the publisher ends or dies, every committed message is still received, then
-//!   [`RecvError::Disconnected`] (a lossy subscriber loses those that a dying publisher's last,
-//!   uncommitted reservation may have overwritten). A corrupt ring gives
-//!   [`RecvError::Corrupt`], never a crash.
-//!
-//! ```no_run
-//! use shmcast::{RecvError, Subscriber};
-//! use std::time::Duration;
-//!
-//! let mut sub = Subscriber::builder("doc-example").connect_timeout(Duration::from_secs(5)).connect()?;
-//! loop {
-//!     match sub.recv() {
-//!         Ok(sample) => println!("message {} of {} bytes", sample.seq(), sample.len()),
-//!         Err(RecvError::Lagged(n)) => eprintln!("missed {n}"),
-//!         Err(RecvError::Disconnected) => break,
-//!         Err(e) => return Err(e.into()),
-//!     }
-//! }
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+
 #![allow(unsafe_code)]
 
 use crate::connect;
@@ -147,7 +121,35 @@ pub struct SubscriberStats {
     pub gating: bool,
 }
 
-/// One subscription to a topic.
+/// One subscription to a topic: maps the ring read-only and receives messages in place (gating)
+/// or by validated copy (lossy), as [`Sample`]s released when dropped.
+///
+/// # Overload and failure
+///
+/// * A lossy subscriber that falls a ring behind gets [`RecvError::Lagged`] with the exact
+///   number of messages it missed, then continues in order.
+/// * A gating subscriber that stalls past the publisher's stall bound gets
+///   [`RecvError::Demoted`] once and continues as a lossy one.
+/// * When the publisher ends or dies, every committed message is still received, then
+///   [`RecvError::Disconnected`] (a lossy subscriber loses those that a dying publisher's last,
+///   uncommitted reservation may have overwritten). A corrupt ring gives
+///   [`RecvError::Corrupt`], never a crash.
+///
+/// ```no_run
+/// use shmcast::{RecvError, Subscriber};
+/// use std::time::Duration;
+///
+/// let mut sub = Subscriber::builder("doc-example").connect_timeout(Duration::from_secs(5)).connect()?;
+/// loop {
+///     match sub.recv() {
+///         Ok(sample) => println!("message {} of {} bytes", sample.seq(), sample.len()),
+///         Err(RecvError::Lagged(n)) => eprintln!("missed {n}"),
+///         Err(RecvError::Disconnected) => break,
+///         Err(e) => return Err(e.into()),
+///     }
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Subscriber {
     reader: Reader,
     /// The connection: the publisher's doorbells arrive on it (for an armed `try_recv`), ours
