@@ -1,7 +1,9 @@
 //! A hostile publisher's headers: a ring header, a control block or an admission (start
 //! position) that no correct publisher writes, handed over in a well-formed welcome. The real
-//! subscriber validates them at connect and refuses each with the [`LayoutError`] that names the
-//! field (see `common::fake_publisher`).
+//! subscriber validates them at connect and refuses each with a typed error, the
+//! [`LayoutError`] naming the field, or a protocol error for a descriptor that is no control
+//! block at all; only a lossy start a lap behind connects, as it may be lapped in flight (see
+//! `common::fake_publisher`).
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! Child roles that more than one test binary starts (see [`super::child`]).
 
 use super::FdGuard;
-use super::child::{Proc, WATCHDOG};
+use super::child::Proc;
 use super::message::{message, verify};
 use shmcast::{Mode, Publisher, RecvError};
 use std::time::{Duration, Instant};
@@ -110,14 +110,9 @@ pub fn publisher(args: &[String]) {
         .bind()
         .unwrap();
     println!("bound {}", publisher.path().display());
-    let deadline = Instant::now() + WATCHDOG;
-    while publisher.subscriber_count() < subs {
-        assert!(
-            Instant::now() < deadline,
-            "watchdog: subscribers never came"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    super::until("subscribers never came", || {
+        publisher.subscriber_count() >= subs
+    });
     let mut buf = Vec::new();
     for seq in 0..count {
         message(seq, 4096, &mut buf);
