@@ -7,7 +7,9 @@
 mod common;
 
 use common::{FdGuard, until};
-use shmcast::{ConnectError, LoanError, Mode, Publisher, RecvError, Start, Subscriber};
+use shmcast::{
+    ConnectError, LoanError, Mode, Publisher, RecvError, RefuseReason, Start, Subscriber,
+};
 use std::time::Duration;
 
 fn topic(name: &str) -> String {
@@ -423,7 +425,8 @@ fn max_subscribers_refuses_the_next_until_one_leaves() {
     let mut second = Subscriber::connect(&t).unwrap();
     for _ in 0..3 {
         match Subscriber::connect(&t) {
-            Err(ConnectError::Refused { reason, .. }) => {
+            Err(ConnectError::Refused { code, reason }) => {
+                assert_eq!(code, RefuseReason::Busy, "{reason}");
                 assert!(reason.contains("maximum of 2 subscribers"), "{reason}")
             }
             other => panic!("a third subscriber was not refused: {other:?}"),

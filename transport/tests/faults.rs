@@ -265,7 +265,8 @@ fn sigkill_mid_handshake_frees_the_pending_slot_at_once() {
     silent.expect_line("connected");
     // Connections are accepted in order, so the silent client holds the only slot.
     match Subscriber::connect(&t) {
-        Err(ConnectError::Refused { reason, .. }) => {
+        Err(ConnectError::Refused { code, reason }) => {
+            assert_eq!(code, shmcast::RefuseReason::Busy, "{reason}");
             assert!(reason.contains("pending"), "{reason}")
         }
         other => panic!("expected a busy refusal, got {other:?}"),

@@ -49,7 +49,9 @@ fn role_other_uid(args: &[String]) {
     }
     let trusting = Subscriber::builder(&args[0]).publisher(shmcast::Admission::AnyUid);
     match trusting.connect() {
-        Err(ConnectError::Refused { reason, .. }) => println!("refused again: {reason}"),
+        Err(ConnectError::Refused { code, reason }) => {
+            println!("refused again ({code:?}): {reason}")
+        }
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
@@ -171,7 +173,7 @@ fn another_uid_is_refused_before_any_fd_is_sent() {
     let out = spawn("other-uid", &[path.display().to_string()]).finish();
     assert!(out.contains("refused: uid 65534 is not admitted"), "{out}");
     assert!(out.contains("untrusted: uid 0"), "{out}");
-    assert!(out.contains("refused again"), "{out}");
+    assert!(out.contains("refused again (PermissionDenied)"), "{out}");
     assert_eq!(publisher.subscriber_count(), 0);
     assert!(publisher.stats().refused >= 2);
     drop(publisher);
