@@ -446,17 +446,6 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * The library's version, e.g. `"0.1.0"`.
- *
- * Returns a static NUL-terminated string; never `NULL`. Never blocks. Thread-safe.
- *
- * # Safety
- *
- * None: callable at any time from any thread.
- */
-const char *shmcast_version(void);
-
-/**
  * A static, human-readable description of an error code.
  *
  * Returns a NUL-terminated string with static storage duration (never `NULL`, never to be
@@ -862,6 +851,17 @@ int shmcast_subscriber_fd(const struct shmcast_subscriber *sub);
  */
 int shmcast_subscriber_get_stats(struct shmcast_subscriber *sub,
                                  struct shmcast_subscriber_stats *out);
+
+/**
+ * The library's version, e.g. `"0.1.0"`.
+ *
+ * Returns a static NUL-terminated string; never `NULL`. Never blocks. Thread-safe.
+ *
+ * # Safety
+ *
+ * None: callable at any time from any thread.
+ */
+const char *shmcast_version(void);
 
 #ifdef __cplusplus
 }  // extern "C"

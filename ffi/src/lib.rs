@@ -18,6 +18,7 @@
 //! | `options` | the option structs and their defaults |
 //! | `publisher` | the publisher handle: create, loan, publish, send, statistics |
 //! | `subscriber` | the subscriber handle: connect, receive in place or by copy, descriptor, statistics |
+//! | `version` | the library's version |
 //!
 //! The header is generated from these sources with cbindgen (`cbindgen.toml`); the test
 //! `header` fails when the checked-in copy is out of date, and `SHMCAST_BLESS=1` rewrites it.
@@ -32,23 +33,10 @@ mod error;
 mod options;
 mod publisher;
 mod subscriber;
+mod version;
 
 pub use error::*;
 pub use options::*;
 pub use publisher::*;
 pub use subscriber::*;
-
-use std::ffi::c_char;
-
-/// The library's version, e.g. `"0.1.0"`.
-///
-/// Returns a static NUL-terminated string; never `NULL`. Never blocks. Thread-safe.
-///
-/// # Safety
-///
-/// None: callable at any time from any thread.
-#[unsafe(no_mangle)]
-pub extern "C" fn shmcast_version() -> *const c_char {
-    const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
-    error::guard_value(c"".as_ptr(), || VERSION.as_ptr().cast())
-}
+pub use version::*;
