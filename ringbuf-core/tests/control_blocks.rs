@@ -7,9 +7,8 @@
 //! `control_blocks`).
 #![cfg(not(shmcast_loom))]
 
-mod common;
 
-use common::Rng;
+use shmcast_core::testing::Rng;
 use shmcast_core::testing::check_hostile_control_blocks as check;
 
 /// Programs and their longest length in bytes.

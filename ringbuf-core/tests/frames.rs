@@ -11,8 +11,7 @@ use shmcast_core::{
     validate_ring,
 };
 
-mod common;
-use common::Rng;
+use shmcast_core::testing::Rng;
 
 fn iterations(full: u64) -> u64 {
     if cfg!(miri) {

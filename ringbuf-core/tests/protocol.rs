@@ -6,8 +6,7 @@ use shmcast_core::{
     CONTROL_BLOCK_LEN, Mode, ReadError, Reader, Region, ReserveError, RingConfig, Start, Writer,
 };
 
-mod common;
-use common::Rng;
+use shmcast_core::testing::Rng;
 
 fn ring(cap: u64, max: u64) -> Writer<u32> {
     let cfg = RingConfig::new(cap, max).unwrap();

@@ -6,8 +6,7 @@ use shmcast_core::{
     CONTROL_BLOCK_LEN, HEADER_LEN, Mode, Reader, Region, RingConfig, Start, Writer, validate_ring,
 };
 
-mod common;
-use common::Rng;
+use shmcast_core::testing::Rng;
 
 fn iterations() -> u64 {
     if cfg!(miri) {

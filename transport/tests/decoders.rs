@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::rng::Rng;
+use shmcast_core::testing::Rng;
 use shmcast::test_support::{
     check_decoders as check, decode_hello, decode_reply, sample_hellos, sample_replies,
 };

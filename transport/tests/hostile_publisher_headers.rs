@@ -12,7 +12,7 @@ use common::expect::{layout, protocol, recv};
 use common::fake_publisher::hostile;
 use common::image::{BOTH, CAP, Image, MAX, SPAN, TOP};
 use common::memfd::{CONTROL_SEALS, Memfd, Patch, apply};
-use common::rng::Rng;
+use shmcast_core::testing::Rng;
 use rustix::fs::SealFlags;
 use shmcast::{Mode, RecvError, Start};
 use shmcast_core::layout::{CONTROL_MAGIC, LAYOUT_VERSION, STATE_EVICTED};

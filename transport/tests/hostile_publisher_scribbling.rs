@@ -9,7 +9,7 @@ use common::abi::{MESSAGE, PADDING, ctl, hdr, meta};
 use common::fake_publisher::{Scene, hostile};
 use common::image::{BOTH, CAP, MAX, TOP};
 use common::memfd::{CONTROL_SEALS, Memfd, RING_SEALS};
-use common::rng::Rng;
+use shmcast_core::testing::Rng;
 use shmcast::test_support::encode_welcome;
 use shmcast::{FrameError, Mode, RecvError, Start, Subscriber};
 use shmcast_core::layout::{MODE_LOSSY, STATE_ACTIVE, STATE_EVICTED};

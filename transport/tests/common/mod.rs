@@ -5,8 +5,8 @@
 //!   [`roles`]: the roles more than one test binary starts;
 //! - [`attack`]: a publisher publishing to a good subscriber process while another attacks;
 //! - [`watchdog`]: aborts a hung test that has no child process to bound its waits;
-//! - [`message`]: deterministic messages any process can rebuild and check; [`rng`]: a
-//!   deterministic generator of test input;
+//! - [`message`]: deterministic messages any process can rebuild and check (test input comes
+//!   from `shmcast_core::testing::Rng`, the workspace's one generator);
 //! - a hostile publisher played by hand: [`memfd`] (shared memory the test writes at will),
 //!   [`abi`] (where the words of the layout are), [`image`] (rings built by the real writer),
 //!   [`fake_publisher`] (serving them to the real subscriber) and [`expect`] (what the
@@ -23,7 +23,6 @@ pub mod fds;
 pub mod image;
 pub mod memfd;
 pub mod message;
-pub mod rng;
 pub mod roles;
 pub mod watchdog;
 

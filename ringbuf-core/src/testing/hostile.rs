@@ -1,5 +1,4 @@
-//! Checkers of what the protocol promises whatever its input, shared by the property tests and
-//! the fuzz targets (the `test-support` feature; not part of the stable API).
+//! The writer against subscribers that write anything into their control blocks.
 
 use crate::layout::{CONTROL_BLOCK_LEN, RingConfig};
 use crate::reader::{ReadError, Reader};

@@ -1,0 +1,9 @@
+//! Support for tests and fuzz targets (the `test-support` feature; not part of the stable API):
+//! checkers of what the protocol promises whatever its input, shared by the property tests and
+//! the fuzz targets, and the deterministic generator every test of the workspace draws from.
+
+mod hostile;
+mod rng;
+
+pub use hostile::check_hostile_control_blocks;
+pub use rng::Rng;
