@@ -7,7 +7,6 @@
 //! `control_blocks`).
 #![cfg(not(shmcast_loom))]
 
-
 use shmcast_core::testing::Rng;
 use shmcast_core::testing::check_hostile_control_blocks as check;
 

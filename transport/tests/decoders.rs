@@ -5,10 +5,10 @@
 
 mod common;
 
-use shmcast_core::testing::Rng;
 use shmcast::test_support::{
     check_decoders as check, decode_hello, decode_reply, sample_hellos, sample_replies,
 };
+use shmcast_core::testing::Rng;
 
 fn iterations() -> u64 {
     std::env::var("SHMCAST_DECODER_ITERS")

@@ -12,10 +12,10 @@ use common::expect::{layout, protocol, recv};
 use common::fake_publisher::hostile;
 use common::image::{BOTH, CAP, Image, MAX, SPAN, TOP};
 use common::memfd::{CONTROL_SEALS, Memfd, Patch, apply};
-use shmcast_core::testing::Rng;
 use rustix::fs::SealFlags;
 use shmcast::{Mode, RecvError, Start};
 use shmcast_core::layout::{CONTROL_MAGIC, LAYOUT_VERSION, STATE_EVICTED};
+use shmcast_core::testing::Rng;
 use shmcast_core::{
     CONTROL_BLOCK_LEN, ConfigError, HEADER_LEN, LayoutError, Region, RingConfig, Writer,
 };
