@@ -45,6 +45,21 @@
 #include <stdint.h>
 
 /**
+ * Contract kind: bytes of no declared type (what a publisher that declares nothing carries).
+ */
+#define SHMCAST_CONTRACT_BYTES 0
+
+/**
+ * Contract kind: bytes in a named schema at a version.
+ */
+#define SHMCAST_CONTRACT_SCHEMA 1
+
+/**
+ * Contract kind: one plain-data value of a named type, size and alignment per message.
+ */
+#define SHMCAST_CONTRACT_POD 2
+
+/**
  * The stamp `shmcast_*_options_init` writes into `abi_version`.
  */
 #define SHMCAST_OPTIONS_VERSION 2
@@ -137,7 +152,9 @@ typedef enum shmcast_error {
      */
     SHMCAST_ECORRUPT = -9,
     /**
-     * No publisher serves the topic (after the connect timeout).
+     * No publisher serves the topic (after the connect timeout). The detail names the socket
+     * path looked for and why that directory (the `directory` option, `SHMCAST_DIR`,
+     * `XDG_RUNTIME_DIR` or the default).
      */
     SHMCAST_ENOPUBLISHER = -10,
     /**
@@ -149,7 +166,9 @@ typedef enum shmcast_error {
      */
     SHMCAST_EPROTOCOL = -12,
     /**
-     * The topic name is invalid, or its directory is unsafe or cannot be created.
+     * The topic name is invalid, its socket path is longer than a socket address holds (107
+     * bytes), `SHMCAST_DIR` is relative, or its directory is unsafe, missing or cannot be
+     * created (the detail names the path).
      */
     SHMCAST_ETOPIC = -13,
     /**
@@ -178,6 +197,18 @@ typedef enum shmcast_error {
      * An internal error (a bug in the library) was caught before it could reach the caller.
      */
     SHMCAST_EPANIC = -19,
+    /**
+     * The topic's contract (its declared message type or maximum message size) does not meet
+     * what the subscriber expects; the detail names both. `shmcast_subscriber_contract` on a
+     * subscriber that expects nothing reads the declaration.
+     */
+    SHMCAST_ECONTRACT = -20,
+    /**
+     * Something a publisher may not replace occupies the topic's socket path: a file, a FIFO,
+     * a directory, a symbolic link, or a socket of another user (the detail says which). It
+     * was left as it was; only a stale socket of our own is ever replaced.
+     */
+    SHMCAST_EEXIST = -21,
 } shmcast_error;
 
 /**
@@ -248,9 +279,45 @@ typedef struct shmcast_publisher_options {
      */
     uint64_t max_subscribers;
     /**
+     * Declares that every message is one plain-data value of this type: its name (1 to 128
+     * bytes of UTF-8 without control characters; a Rust peer names a type by its name without
+     * module paths, `Tick` for `app::Tick`), with `type_size` and `type_align`. Subscribers
+     * read the declaration, and one that expects another type fails with
+     * `SHMCAST_ECONTRACT`. Default `NULL`: nothing declared (bytes of no declared type).
+     * Read during `shmcast_publisher_create` only. Set this or `schema_name`, not both.
+     */
+    const char *type_name;
+    /**
+     * Declares that messages are bytes in this schema (a format and message type, e.g.
+     * `"proto:app.Tick"`; 1 to 128 bytes of UTF-8 without control characters), at
+     * `schema_version`. Default `NULL`. Read during `shmcast_publisher_create` only.
+     */
+    const char *schema_name;
+    /**
+     * With `type_name`: `sizeof` the type, at most the maximum message size. Else 0.
+     */
+    uint64_t type_size;
+    /**
+     * With `type_name`: `_Alignof` the type, a power of two up to 16. Else 0.
+     */
+    uint32_t type_align;
+    /**
+     * With `schema_name`: the schema's version, compared exactly. Else 0.
+     */
+    uint32_t schema_version;
+    /**
+     * The directory a topic name's socket is created in, instead of `$SHMCAST_DIR`,
+     * `$XDG_RUNTIME_DIR/shmcast/` or `/tmp/shmcast-<uid>/`: made with mode 0700 if missing
+     * (its parent must exist); an existing one must be ours and closed to group and others
+     * (`SHMCAST_ETOPIC` otherwise). Subscribers must look in the same directory. Ignored for a
+     * topic that is a socket path. Default `NULL`: the default directory. Read during
+     * `shmcast_publisher_create` only.
+     */
+    const char *directory;
+    /**
      * Reserved for future options: zeroed by the `_init` function, must stay zero.
      */
-    uint64_t reserved[7];
+    uint64_t reserved[2];
 } shmcast_publisher_options;
 
 /**
@@ -298,9 +365,47 @@ typedef struct shmcast_subscriber_options {
      */
     uint32_t publisher_uid;
     /**
+     * Requires the topic to declare this plain-data type, with `expect_type_size` and
+     * `expect_type_align` (see `shmcast_publisher_options.type_name`); any difference fails
+     * the connect with `SHMCAST_ECONTRACT`, naming both sides in the error message. Default
+     * `NULL`: any. Read during `shmcast_subscriber_connect` only. Set this or
+     * `expect_schema_name`, not both.
+     */
+    const char *expect_type_name;
+    /**
+     * Requires the topic to declare this schema at exactly `expect_schema_version`
+     * (`SHMCAST_ECONTRACT` otherwise). Default `NULL`: any.
+     */
+    const char *expect_schema_name;
+    /**
+     * With `expect_type_name`: the type's size in bytes. Else 0.
+     */
+    uint64_t expect_type_size;
+    /**
+     * With `expect_type_name`: the type's alignment. Else 0.
+     */
+    uint32_t expect_type_align;
+    /**
+     * With `expect_schema_name`: the schema's version. Else 0.
+     */
+    uint32_t expect_schema_version;
+    /**
+     * Requires the topic's maximum message size to be at least this many bytes
+     * (`SHMCAST_ECONTRACT` otherwise). Default 0: any.
+     */
+    uint64_t expect_max_message;
+    /**
+     * The directory to look for a topic name's socket in (the publisher's), instead of
+     * `$SHMCAST_DIR`, `$XDG_RUNTIME_DIR/shmcast/` or `/tmp/shmcast-<uid>/`. An existing one
+     * must be ours and closed to group and others (`SHMCAST_ETOPIC` otherwise). Ignored for a
+     * topic that is a socket path. Default `NULL`: the default directory. Read during
+     * `shmcast_subscriber_connect` only.
+     */
+    const char *directory;
+    /**
      * Reserved for future options: zeroed by the `_init` function, must stay zero.
      */
-    uint64_t reserved[7];
+    uint64_t reserved[1];
 } shmcast_subscriber_options;
 
 /**
@@ -416,6 +521,38 @@ typedef struct shmcast_sample {
 } shmcast_sample;
 
 /**
+ * What a topic carries, as its publisher declared it, from `shmcast_subscriber_contract`.
+ */
+typedef struct shmcast_contract {
+    /**
+     * `SHMCAST_CONTRACT_BYTES`, `SHMCAST_CONTRACT_SCHEMA` or `SHMCAST_CONTRACT_POD`.
+     */
+    int32_t kind;
+    /**
+     * The schema's version (`SHMCAST_CONTRACT_SCHEMA`), else 0.
+     */
+    uint32_t schema_version;
+    /**
+     * The type's or schema's name: NUL-terminated UTF-8 without control characters, 1 to 128
+     * bytes (`""` for `SHMCAST_CONTRACT_BYTES`). Owned by the subscriber: valid until
+     * `shmcast_subscriber_destroy`.
+     */
+    const char *name;
+    /**
+     * The type's size in bytes, the length of every message (`SHMCAST_CONTRACT_POD`), else 0.
+     */
+    uint64_t type_size;
+    /**
+     * The type's alignment, a power of two up to 16 (`SHMCAST_CONTRACT_POD`), else 0.
+     */
+    uint64_t type_align;
+    /**
+     * The largest message the publisher may send, in bytes.
+     */
+    uint64_t max_message;
+} shmcast_contract;
+
+/**
  * Subscriber counters, from `shmcast_subscriber_get_stats`.
  */
 typedef struct shmcast_subscriber_stats {
@@ -511,21 +648,28 @@ int shmcast_subscriber_options_init(struct shmcast_subscriber_options *opts);
 /**
  * Creates the publisher of `topic` and starts serving it.
  *
- * `topic` is a name (1 to 100 of `A-Z a-z 0-9 . _ -`, not starting with `.`) resolved under
- * `$XDG_RUNTIME_DIR/shmcast/` (or `/tmp/shmcast-$UID/`), or a socket path if it contains a `/`.
+ * `topic` is a name (`A-Z a-z 0-9 . _ -`, not starting with `.`) resolved in the topic
+ * directory: `opts->directory`, else `$SHMCAST_DIR`, else `$XDG_RUNTIME_DIR/shmcast/`, else
+ * `/tmp/shmcast-$UID/`; or a socket path if it contains a `/`. The socket path may be at most
+ * 107 bytes long (a unix socket address), which bounds a name by its directory's length.
  * `opts` may be `NULL` for the defaults. On success `*out` receives a new handle, owned by the
  * caller until `shmcast_publisher_destroy`; on failure `*out` is set to `NULL`. The library
  * starts one background thread per publisher to admit subscribers.
  *
- * Errors: `SHMCAST_EINVAL` (null `topic`/`out`, bad or uninitialised options),
- * `SHMCAST_ETOPIC`, `SHMCAST_EINUSE` (another live publisher serves the topic; a stale socket
- * of a dead one is replaced), `SHMCAST_ECONFIG` (bad capacity/max_message), `SHMCAST_EIO`.
+ * Errors: `SHMCAST_EINVAL` (null `topic`/`out`, bad or uninitialised options, a declared type
+ * or schema with a bad name, a bad alignment, or larger than the maximum message),
+ * `SHMCAST_ETOPIC` (a bad name, a socket path too long, an unsafe or missing directory),
+ * `SHMCAST_EINUSE` (another live publisher serves the topic; a stale socket of a dead one, ours
+ * and refusing connections, is replaced), `SHMCAST_EEXIST` (anything else occupies the path: a
+ * file, a FIFO, a directory, a symbolic link, another user's socket; it is left as it was),
+ * `SHMCAST_ECONFIG` (bad capacity/max_message), `SHMCAST_EIO`.
  * Blocks only briefly (creating the ring, probing an existing socket). Thread-safe.
  *
  * # Safety
  *
  * `topic` is `NULL` or a NUL-terminated string; `opts` is `NULL` or points to an initialised
- * `shmcast_publisher_options` (whose `admit_uids` holds `admit_uid_count` entries);
+ * `shmcast_publisher_options` (whose `admit_uids` holds `admit_uid_count` entries, and whose
+ * `type_name`, `schema_name` and `directory` are each `NULL` or a NUL-terminated string);
  * `out` is `NULL` or points to writable storage for one pointer.
  */
 int shmcast_publisher_create(const char *topic,
@@ -706,14 +850,19 @@ int shmcast_publisher_subscribers(struct shmcast_publisher *pub,
  * Blocks up to `connect_timeout_ms` waiting for a publisher to appear, then up to
  * `handshake_timeout_ms` for its answer.
  *
- * Errors: `SHMCAST_EINVAL` (null `topic`/`out`, bad or uninitialised options), `SHMCAST_ETOPIC`,
- * `SHMCAST_ENOPUBLISHER`, `SHMCAST_EREFUSED`, `SHMCAST_ETIMEDOUT` (handshake),
- * `SHMCAST_EPROTOCOL`, `SHMCAST_EIO`. Thread-safe.
+ * Errors: `SHMCAST_EINVAL` (null `topic`/`out`, bad or uninitialised options, an expected
+ * type no publisher can declare), `SHMCAST_ETOPIC`, `SHMCAST_ENOPUBLISHER` (the error message
+ * names the socket path looked for and why that directory), `SHMCAST_EREFUSED`,
+ * `SHMCAST_ETIMEDOUT` (handshake), `SHMCAST_EPROTOCOL`, `SHMCAST_ECONTRACT` (the topic's
+ * contract does not meet the `expect_*` options; the error message names both, and the
+ * publisher saw the subscriber leave), `SHMCAST_EIO`. Thread-safe.
  *
  * # Safety
  *
  * `topic` is `NULL` or a NUL-terminated string; `opts` is `NULL` or points to an initialised
- * `shmcast_subscriber_options`; `out` is `NULL` or points to writable storage for one pointer.
+ * `shmcast_subscriber_options` whose `expect_type_name`, `expect_schema_name` and `directory`
+ * are each `NULL` or a NUL-terminated string; `out` is `NULL` or points to writable storage for
+ * one pointer.
  */
 int shmcast_subscriber_connect(const char *topic,
                                const struct shmcast_subscriber_options *opts,
@@ -835,6 +984,25 @@ int shmcast_subscriber_recv_copy(struct shmcast_subscriber *sub,
  * `sub` is `NULL` or a live handle from `shmcast_subscriber_connect`.
  */
 int shmcast_subscriber_fd(const struct shmcast_subscriber *sub);
+
+/**
+ * Stores in `*out` what the topic carries, as its publisher declared it when this subscriber
+ * connected: its kind (`SHMCAST_CONTRACT_BYTES` when nothing was declared), type or schema
+ * name, type size and alignment or schema version, and maximum message size. `out->name`
+ * stays valid until `shmcast_subscriber_destroy`. Never blocks; callable while a sample is
+ * held.
+ *
+ * Errors: `SHMCAST_EINVAL` (null argument).
+ *
+ * Threads: callable from any thread, but not concurrently with `shmcast_subscriber_destroy`
+ * on the same handle.
+ *
+ * # Safety
+ *
+ * `sub` is `NULL` or a live handle from `shmcast_subscriber_connect`; `out` is `NULL` or
+ * points to a writable `shmcast_contract`.
+ */
+int shmcast_subscriber_contract(const struct shmcast_subscriber *sub, struct shmcast_contract *out);
 
 /**
  * Stores the subscriber's counters in `*out`. Never blocks.

@@ -43,13 +43,17 @@ pub enum shmcast_error {
     SHMCAST_EEVICTED = -8,
     /// The shared memory holds something no correct publisher writes.
     SHMCAST_ECORRUPT = -9,
-    /// No publisher serves the topic (after the connect timeout).
+    /// No publisher serves the topic (after the connect timeout). The detail names the socket
+    /// path looked for and why that directory (the `directory` option, `SHMCAST_DIR`,
+    /// `XDG_RUNTIME_DIR` or the default).
     SHMCAST_ENOPUBLISHER = -10,
     /// The publisher refused the subscriber (admission policy, version, overload).
     SHMCAST_EREFUSED = -11,
     /// The publisher's handshake or shared memory broke the protocol.
     SHMCAST_EPROTOCOL = -12,
-    /// The topic name is invalid, or its directory is unsafe or cannot be created.
+    /// The topic name is invalid, its socket path is longer than a socket address holds (107
+    /// bytes), `SHMCAST_DIR` is relative, or its directory is unsafe, missing or cannot be
+    /// created (the detail names the path).
     SHMCAST_ETOPIC = -13,
     /// Another live publisher serves this topic.
     SHMCAST_EINUSE = -14,
@@ -65,13 +69,21 @@ pub enum shmcast_error {
     SHMCAST_EIO = -18,
     /// An internal error (a bug in the library) was caught before it could reach the caller.
     SHMCAST_EPANIC = -19,
+    /// The topic's contract (its declared message type or maximum message size) does not meet
+    /// what the subscriber expects; the detail names both. `shmcast_subscriber_contract` on a
+    /// subscriber that expects nothing reads the declaration.
+    SHMCAST_ECONTRACT = -20,
+    /// Something a publisher may not replace occupies the topic's socket path: a file, a FIFO,
+    /// a directory, a symbolic link, or a socket of another user (the detail says which). It
+    /// was left as it was; only a stale socket of our own is ever replaced.
+    SHMCAST_EEXIST = -21,
 }
 
 pub use shmcast_error::*;
 
 impl shmcast_error {
     /// Every code, for lookups by value.
-    const ALL: [shmcast_error; 20] = [
+    const ALL: [shmcast_error; 22] = [
         SHMCAST_OK,
         SHMCAST_EINVAL,
         SHMCAST_EBUSY,
@@ -92,6 +104,8 @@ impl shmcast_error {
         SHMCAST_EMSGSIZE,
         SHMCAST_EIO,
         SHMCAST_EPANIC,
+        SHMCAST_ECONTRACT,
+        SHMCAST_EEXIST,
     ];
 
     /// The code with this value, if any.
@@ -154,7 +168,11 @@ impl From<BindError> for Failure {
         let code = match &e {
             BindError::Topic(_) => SHMCAST_ETOPIC,
             BindError::TopicInUse(_) => SHMCAST_EINUSE,
+            BindError::NotASocket { .. } | BindError::ForeignSocket { .. } => SHMCAST_EEXIST,
+            BindError::NoDirectory { .. } => SHMCAST_ETOPIC,
+            BindError::Socket { .. } => SHMCAST_EIO,
             BindError::Config(_) => SHMCAST_ECONFIG,
+            BindError::Contract(_) | BindError::InvalidOption { .. } => SHMCAST_EINVAL,
             BindError::Io(_) => SHMCAST_EIO,
         };
         Failure::new(code, e)
@@ -165,11 +183,16 @@ impl From<ConnectError> for Failure {
     fn from(e: ConnectError) -> Failure {
         let code = match &e {
             ConnectError::Topic(_) => SHMCAST_ETOPIC,
-            ConnectError::NoPublisher(_) => SHMCAST_ENOPUBLISHER,
+            ConnectError::NoPublisher { .. } => SHMCAST_ENOPUBLISHER,
+            ConnectError::Socket { .. } => SHMCAST_EIO,
             ConnectError::Refused { .. } | ConnectError::UntrustedPublisher { .. } => {
                 SHMCAST_EREFUSED
             }
             ConnectError::HandshakeTimeout => SHMCAST_ETIMEDOUT,
+            ConnectError::ContractMismatch { .. } => SHMCAST_ECONTRACT,
+            ConnectError::InvalidExpectation(_) | ConnectError::InvalidOption { .. } => {
+                SHMCAST_EINVAL
+            }
             ConnectError::Protocol(_) | ConnectError::Layout(_) => SHMCAST_EPROTOCOL,
             ConnectError::Io(_) => SHMCAST_EIO,
         };
@@ -288,6 +311,8 @@ fn strerror(code: c_int) -> &'static CStr {
         SHMCAST_EMSGSIZE => c"buffer too small for the message",
         SHMCAST_EIO => c"system call failed",
         SHMCAST_EPANIC => c"internal error",
+        SHMCAST_ECONTRACT => c"topic contract mismatch",
+        SHMCAST_EEXIST => c"the topic path holds a file that is not a stale socket of ours",
     }
 }
 
@@ -349,7 +374,7 @@ mod tests {
             );
         }
         assert_eq!(text(1), "unknown shmcast error code");
-        assert_eq!(text(-20), "unknown shmcast error code");
+        assert_eq!(text(-22), "unknown shmcast error code");
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //!
 //! | module | role |
 //! |---|---|
+//! | `contract` | the topic contract's option fields and the description a subscriber reads |
 //! | `error` | error codes, messages, the thread's last error, the panic barrier |
 //! | `options` | the option structs and their defaults |
 //! | `publisher` | the publisher handle: create, loan, publish, send, statistics |
@@ -29,12 +30,14 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![warn(clippy::missing_safety_doc)]
 
+mod contract;
 mod error;
 mod options;
 mod publisher;
 mod subscriber;
 mod version;
 
+pub use contract::*;
 pub use error::*;
 pub use options::*;
 pub use publisher::*;

@@ -6,9 +6,12 @@
 //! one) and one whose `reserved` words are not zero. New options take reserved words, so a
 //! caller compiled against an older header keeps working.
 
+use crate::contract::Fields;
 use crate::error::{Failure, SHMCAST_EINVAL, SHMCAST_ETOPIC, guard};
 use shmcast_transport::{Admission, Mode, PublisherBuilder, Start, SubscriberBuilder};
-use std::ffi::{CStr, c_char, c_int};
+use std::ffi::{CStr, OsStr, c_char, c_int};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The stamp `shmcast_*_options_init` writes into `abi_version`.
@@ -67,8 +70,32 @@ pub struct shmcast_publisher_options {
     /// while that would leave the process fewer than an eighth of its descriptor limit
     /// (`RLIMIT_NOFILE`, between 16 and 256) free.
     pub max_subscribers: u64,
+    /// Declares that every message is one plain-data value of this type: its name (1 to 128
+    /// bytes of UTF-8 without control characters; a Rust peer names a type by its name without
+    /// module paths, `Tick` for `app::Tick`), with `type_size` and `type_align`. Subscribers
+    /// read the declaration, and one that expects another type fails with
+    /// `SHMCAST_ECONTRACT`. Default `NULL`: nothing declared (bytes of no declared type).
+    /// Read during `shmcast_publisher_create` only. Set this or `schema_name`, not both.
+    pub type_name: *const c_char,
+    /// Declares that messages are bytes in this schema (a format and message type, e.g.
+    /// `"proto:app.Tick"`; 1 to 128 bytes of UTF-8 without control characters), at
+    /// `schema_version`. Default `NULL`. Read during `shmcast_publisher_create` only.
+    pub schema_name: *const c_char,
+    /// With `type_name`: `sizeof` the type, at most the maximum message size. Else 0.
+    pub type_size: u64,
+    /// With `type_name`: `_Alignof` the type, a power of two up to 16. Else 0.
+    pub type_align: u32,
+    /// With `schema_name`: the schema's version, compared exactly. Else 0.
+    pub schema_version: u32,
+    /// The directory a topic name's socket is created in, instead of `$SHMCAST_DIR`,
+    /// `$XDG_RUNTIME_DIR/shmcast/` or `/tmp/shmcast-<uid>/`: made with mode 0700 if missing
+    /// (its parent must exist); an existing one must be ours and closed to group and others
+    /// (`SHMCAST_ETOPIC` otherwise). Subscribers must look in the same directory. Ignored for a
+    /// topic that is a socket path. Default `NULL`: the default directory. Read during
+    /// `shmcast_publisher_create` only.
+    pub directory: *const c_char,
     /// Reserved for future options: zeroed by the `_init` function, must stay zero.
-    pub reserved: [u64; 7],
+    pub reserved: [u64; 2],
 }
 
 impl Default for shmcast_publisher_options {
@@ -84,7 +111,13 @@ impl Default for shmcast_publisher_options {
             handshake_timeout_ms: 2000,
             max_pending_handshakes: 64,
             max_subscribers: 0,
-            reserved: [0; 7],
+            type_name: std::ptr::null(),
+            schema_name: std::ptr::null(),
+            type_size: 0,
+            type_align: 0,
+            schema_version: 0,
+            directory: std::ptr::null(),
+            reserved: [0; 2],
         }
     }
 }
@@ -117,8 +150,32 @@ pub struct shmcast_subscriber_options {
     pub publisher_admission: i32,
     /// With `SHMCAST_ADMIT_UIDS`: the publisher uid trusted besides our own.
     pub publisher_uid: u32,
+    /// Requires the topic to declare this plain-data type, with `expect_type_size` and
+    /// `expect_type_align` (see `shmcast_publisher_options.type_name`); any difference fails
+    /// the connect with `SHMCAST_ECONTRACT`, naming both sides in the error message. Default
+    /// `NULL`: any. Read during `shmcast_subscriber_connect` only. Set this or
+    /// `expect_schema_name`, not both.
+    pub expect_type_name: *const c_char,
+    /// Requires the topic to declare this schema at exactly `expect_schema_version`
+    /// (`SHMCAST_ECONTRACT` otherwise). Default `NULL`: any.
+    pub expect_schema_name: *const c_char,
+    /// With `expect_type_name`: the type's size in bytes. Else 0.
+    pub expect_type_size: u64,
+    /// With `expect_type_name`: the type's alignment. Else 0.
+    pub expect_type_align: u32,
+    /// With `expect_schema_name`: the schema's version. Else 0.
+    pub expect_schema_version: u32,
+    /// Requires the topic's maximum message size to be at least this many bytes
+    /// (`SHMCAST_ECONTRACT` otherwise). Default 0: any.
+    pub expect_max_message: u64,
+    /// The directory to look for a topic name's socket in (the publisher's), instead of
+    /// `$SHMCAST_DIR`, `$XDG_RUNTIME_DIR/shmcast/` or `/tmp/shmcast-<uid>/`. An existing one
+    /// must be ours and closed to group and others (`SHMCAST_ETOPIC` otherwise). Ignored for a
+    /// topic that is a socket path. Default `NULL`: the default directory. Read during
+    /// `shmcast_subscriber_connect` only.
+    pub directory: *const c_char,
     /// Reserved for future options: zeroed by the `_init` function, must stay zero.
-    pub reserved: [u64; 7],
+    pub reserved: [u64; 1],
 }
 
 impl Default for shmcast_subscriber_options {
@@ -132,7 +189,14 @@ impl Default for shmcast_subscriber_options {
             spin: 0,
             publisher_admission: SHMCAST_ADMIT_SAME_UID,
             publisher_uid: 0,
-            reserved: [0; 7],
+            expect_type_name: std::ptr::null(),
+            expect_schema_name: std::ptr::null(),
+            expect_type_size: 0,
+            expect_type_align: 0,
+            expect_schema_version: 0,
+            expect_max_message: 0,
+            directory: std::ptr::null(),
+            reserved: [0; 1],
         }
     }
 }
@@ -175,7 +239,8 @@ fn admission(
 /// # Safety
 ///
 /// If `opts.admit_uid_count` is non-zero, `opts.admit_uids` is null or points to that many
-/// readable `u32`s.
+/// readable `u32`s; `opts.type_name`, `opts.schema_name` and `opts.directory` are each null or
+/// a NUL-terminated string.
 pub(crate) unsafe fn publisher_builder(
     topic: &str,
     opts: Option<&shmcast_publisher_options>,
@@ -222,11 +287,32 @@ pub(crate) unsafe fn publisher_builder(
     if o.max_message != 0 {
         b = b.max_message(o.max_message);
     }
+    // SAFETY: the caller's promise for `directory`.
+    if let Some(dir) = unsafe { directory_arg(o.directory) }? {
+        b = b.directory(dir);
+    }
+    let declared = Fields {
+        prefix: "",
+        type_name: o.type_name,
+        type_size: o.type_size,
+        type_align: o.type_align,
+        schema_name: o.schema_name,
+        schema_version: o.schema_version,
+    };
+    // SAFETY: the caller's promise for both names.
+    if let Some(message) = unsafe { declared.message_type() }? {
+        b = b.declare(message);
+    }
     Ok(b)
 }
 
 /// The builder for `topic` with the caller's options (`None`: the defaults).
-pub(crate) fn subscriber_builder(
+///
+/// # Safety
+///
+/// `opts.expect_type_name`, `opts.expect_schema_name` and `opts.directory` are each null or a
+/// NUL-terminated string.
+pub(crate) unsafe fn subscriber_builder(
     topic: &str,
     opts: Option<&shmcast_subscriber_options>,
 ) -> Result<SubscriberBuilder, Failure> {
@@ -248,12 +334,17 @@ pub(crate) fn subscriber_builder(
     let publisher = admission(o.publisher_admission, "publisher_admission", || {
         Ok(vec![o.publisher_uid])
     })?;
+    // SAFETY: the caller's promise for `directory`.
+    let directory = unsafe { directory_arg(o.directory) }?;
     let mut b = SubscriberBuilder::new(topic)
         .mode(mode)
         .start(start)
         .spin(o.spin)
         .publisher(publisher)
         .handshake_timeout(Duration::from_millis(o.handshake_timeout_ms.into()));
+    if let Some(dir) = directory {
+        b = b.directory(dir);
+    }
     match o.connect_timeout_ms {
         0 => {}
         -1 => b = b.connect_timeout(FOREVER),
@@ -263,6 +354,22 @@ pub(crate) fn subscriber_builder(
                 "connect_timeout_ms must be -1 or at least 0, not {ms}"
             )));
         }
+    }
+    let expected = Fields {
+        prefix: "expect_",
+        type_name: o.expect_type_name,
+        type_size: o.expect_type_size,
+        type_align: o.expect_type_align,
+        schema_name: o.expect_schema_name,
+        schema_version: o.expect_schema_version,
+    };
+    // SAFETY: the caller's promise for both names.
+    if let Some(message) = unsafe { expected.message_type() }? {
+        b = b.expect(message);
+    }
+    if o.expect_max_message != 0 {
+        let bytes = usize::try_from(o.expect_max_message).unwrap_or(usize::MAX);
+        b = b.expect_max_message(bytes);
     }
     Ok(b)
 }
@@ -351,4 +458,24 @@ pub(crate) unsafe fn topic_arg<'a>(topic: *const c_char) -> Result<&'a str, Fail
     unsafe { CStr::from_ptr(topic) }
         .to_str()
         .map_err(|_| Failure::new(SHMCAST_ETOPIC, "topic is not valid UTF-8"))
+}
+
+/// The `directory` option as a path: `None` for `NULL`. Any bytes but NUL name a path; an empty
+/// string is refused (`NULL` asks for the default).
+///
+/// # Safety
+///
+/// `dir` is null or points to a NUL-terminated string that stays unchanged during the call.
+unsafe fn directory_arg(dir: *const c_char) -> Result<Option<PathBuf>, Failure> {
+    if dir.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-null, and the caller promises a NUL-terminated string.
+    let bytes = unsafe { CStr::from_ptr(dir) }.to_bytes();
+    if bytes.is_empty() {
+        return Err(Failure::invalid(
+            "opts->directory is empty: use NULL for the default topic directory",
+        ));
+    }
+    Ok(Some(PathBuf::from(OsStr::from_bytes(bytes))))
 }

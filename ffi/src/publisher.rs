@@ -137,21 +137,28 @@ unsafe fn handle<'a>(ptr: *mut shmcast_publisher) -> Result<&'a mut shmcast_publ
 
 /// Creates the publisher of `topic` and starts serving it.
 ///
-/// `topic` is a name (1 to 100 of `A-Z a-z 0-9 . _ -`, not starting with `.`) resolved under
-/// `$XDG_RUNTIME_DIR/shmcast/` (or `/tmp/shmcast-$UID/`), or a socket path if it contains a `/`.
+/// `topic` is a name (`A-Z a-z 0-9 . _ -`, not starting with `.`) resolved in the topic
+/// directory: `opts->directory`, else `$SHMCAST_DIR`, else `$XDG_RUNTIME_DIR/shmcast/`, else
+/// `/tmp/shmcast-$UID/`; or a socket path if it contains a `/`. The socket path may be at most
+/// 107 bytes long (a unix socket address), which bounds a name by its directory's length.
 /// `opts` may be `NULL` for the defaults. On success `*out` receives a new handle, owned by the
 /// caller until `shmcast_publisher_destroy`; on failure `*out` is set to `NULL`. The library
 /// starts one background thread per publisher to admit subscribers.
 ///
-/// Errors: `SHMCAST_EINVAL` (null `topic`/`out`, bad or uninitialised options),
-/// `SHMCAST_ETOPIC`, `SHMCAST_EINUSE` (another live publisher serves the topic; a stale socket
-/// of a dead one is replaced), `SHMCAST_ECONFIG` (bad capacity/max_message), `SHMCAST_EIO`.
+/// Errors: `SHMCAST_EINVAL` (null `topic`/`out`, bad or uninitialised options, a declared type
+/// or schema with a bad name, a bad alignment, or larger than the maximum message),
+/// `SHMCAST_ETOPIC` (a bad name, a socket path too long, an unsafe or missing directory),
+/// `SHMCAST_EINUSE` (another live publisher serves the topic; a stale socket of a dead one, ours
+/// and refusing connections, is replaced), `SHMCAST_EEXIST` (anything else occupies the path: a
+/// file, a FIFO, a directory, a symbolic link, another user's socket; it is left as it was),
+/// `SHMCAST_ECONFIG` (bad capacity/max_message), `SHMCAST_EIO`.
 /// Blocks only briefly (creating the ring, probing an existing socket). Thread-safe.
 ///
 /// # Safety
 ///
 /// `topic` is `NULL` or a NUL-terminated string; `opts` is `NULL` or points to an initialised
-/// `shmcast_publisher_options` (whose `admit_uids` holds `admit_uid_count` entries);
+/// `shmcast_publisher_options` (whose `admit_uids` holds `admit_uid_count` entries, and whose
+/// `type_name`, `schema_name` and `directory` are each `NULL` or a NUL-terminated string);
 /// `out` is `NULL` or points to writable storage for one pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmcast_publisher_create(

@@ -13,6 +13,7 @@
 //! A message that did not fit the caller's buffer in a copy-out receive stays held, not lent,
 //! and is handed out by the next receive of either kind.
 
+use crate::contract::{Declared, shmcast_contract};
 use crate::error::{Failure, SHMCAST_EINVAL, SHMCAST_EMSGSIZE, guard};
 use crate::options::{Wait, shmcast_subscriber_options, subscriber_builder, topic_arg};
 use shmcast_transport::{Sample, Subscriber};
@@ -33,6 +34,8 @@ pub struct shmcast_subscriber {
     /// The subscriber's readiness descriptor, cached so that reading it needs no reference to
     /// the subscriber.
     fd: RawFd,
+    /// The topic's contract, cached for the same reason.
+    contract: Declared,
 }
 
 impl shmcast_subscriber {
@@ -147,14 +150,19 @@ unsafe fn handle<'a>(ptr: *mut shmcast_subscriber) -> Result<&'a mut shmcast_sub
 /// Blocks up to `connect_timeout_ms` waiting for a publisher to appear, then up to
 /// `handshake_timeout_ms` for its answer.
 ///
-/// Errors: `SHMCAST_EINVAL` (null `topic`/`out`, bad or uninitialised options), `SHMCAST_ETOPIC`,
-/// `SHMCAST_ENOPUBLISHER`, `SHMCAST_EREFUSED`, `SHMCAST_ETIMEDOUT` (handshake),
-/// `SHMCAST_EPROTOCOL`, `SHMCAST_EIO`. Thread-safe.
+/// Errors: `SHMCAST_EINVAL` (null `topic`/`out`, bad or uninitialised options, an expected
+/// type no publisher can declare), `SHMCAST_ETOPIC`, `SHMCAST_ENOPUBLISHER` (the error message
+/// names the socket path looked for and why that directory), `SHMCAST_EREFUSED`,
+/// `SHMCAST_ETIMEDOUT` (handshake), `SHMCAST_EPROTOCOL`, `SHMCAST_ECONTRACT` (the topic's
+/// contract does not meet the `expect_*` options; the error message names both, and the
+/// publisher saw the subscriber leave), `SHMCAST_EIO`. Thread-safe.
 ///
 /// # Safety
 ///
 /// `topic` is `NULL` or a NUL-terminated string; `opts` is `NULL` or points to an initialised
-/// `shmcast_subscriber_options`; `out` is `NULL` or points to writable storage for one pointer.
+/// `shmcast_subscriber_options` whose `expect_type_name`, `expect_schema_name` and `directory`
+/// are each `NULL` or a NUL-terminated string; `out` is `NULL` or points to writable storage for
+/// one pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmcast_subscriber_connect(
     topic: *const c_char,
@@ -171,13 +179,16 @@ pub unsafe extern "C" fn shmcast_subscriber_connect(
         let topic = unsafe { topic_arg(topic) }?;
         // SAFETY: the caller promises null or a valid options struct.
         let opts = unsafe { opts.as_ref() };
-        let subscriber = subscriber_builder(topic, opts)?.connect()?;
+        // SAFETY: the caller promises null or NUL-terminated names in the options.
+        let subscriber = unsafe { subscriber_builder(topic, opts) }?.connect()?;
         let fd = subscriber.as_fd().as_raw_fd();
+        let contract = Declared::new(subscriber.contract());
         let handle = Box::new(shmcast_subscriber {
             sample: None,
             lent: false,
             subscriber: NonNull::from(Box::leak(Box::new(subscriber))),
             fd,
+            contract,
         });
         // SAFETY: as above.
         unsafe { out.write(Box::into_raw(handle)) };
@@ -396,6 +407,38 @@ pub unsafe extern "C" fn shmcast_subscriber_fd(sub: *const shmcast_subscriber) -
         Ok(())
     });
     if code == 0 { fd } else { code }
+}
+
+/// Stores in `*out` what the topic carries, as its publisher declared it when this subscriber
+/// connected: its kind (`SHMCAST_CONTRACT_BYTES` when nothing was declared), type or schema
+/// name, type size and alignment or schema version, and maximum message size. `out->name`
+/// stays valid until `shmcast_subscriber_destroy`. Never blocks; callable while a sample is
+/// held.
+///
+/// Errors: `SHMCAST_EINVAL` (null argument).
+///
+/// Threads: callable from any thread, but not concurrently with `shmcast_subscriber_destroy`
+/// on the same handle.
+///
+/// # Safety
+///
+/// `sub` is `NULL` or a live handle from `shmcast_subscriber_connect`; `out` is `NULL` or
+/// points to a writable `shmcast_contract`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_subscriber_contract(
+    sub: *const shmcast_subscriber,
+    out: *mut shmcast_contract,
+) -> c_int {
+    guard(|| {
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        // SAFETY: the caller promises null or a live handle; only the cached contract is read.
+        let h = unsafe { sub.as_ref() }.ok_or_else(|| Failure::null("sub"))?;
+        // SAFETY: `out` is non-null and writable (caller's promise).
+        unsafe { out.write(h.contract.describe()) };
+        Ok(())
+    })
 }
 
 /// Stores the subscriber's counters in `*out`. Never blocks.

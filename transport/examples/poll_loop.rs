@@ -73,8 +73,8 @@ fn publishers() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .map(|t| Publisher::bind(t))
         .collect::<Result<Vec<_>, _>>()?;
-    while pubs.iter().any(|p| p.subscriber_count() == 0) {
-        std::thread::sleep(Duration::from_millis(5));
+    for p in &pubs {
+        p.wait_for_subscribers(1, Duration::from_secs(30))?;
     }
     for i in 0..PER_TOPIC {
         for (n, p) in pubs.iter_mut().enumerate() {

@@ -4,40 +4,53 @@
 //! # Overload and failure
 //!
 //! * No socket, or a stale one: retried with a backoff of 1 to 50 ms until `connect_timeout`,
-//!   then [`ConnectError::NoPublisher`] naming the path.
+//!   then [`ConnectError::NoPublisher`] naming the path and how it was found (which directory,
+//!   and why that one). Any other failure to connect: [`ConnectError::Socket`], naming the path.
 //! * A socket served by a uid the subscriber does not trust:
 //!   [`ConnectError::UntrustedPublisher`] before anything is sent or received.
 //! * A refusal: [`ConnectError::Refused`] with its [`RefuseReason`](crate::RefuseReason)
 //!   (busy, permission, version, ...) and the publisher's text.
 //! * No reply within the handshake timeout: [`ConnectError::HandshakeTimeout`].
 //! * A reply that breaks the protocol (malformed, wrong descriptors, unsealed or mis-sized
-//!   memory): [`ConnectError::Protocol`]; every descriptor that came with it is closed.
+//!   memory, an impossible contract): [`ConnectError::Protocol`]; every descriptor that came
+//!   with it is closed.
+//! * A topic whose contract does not meet the subscriber's expectation:
+//!   [`ConnectError::ContractMismatch`] naming both; the connection and the shared memory are
+//!   dropped, so the publisher sees the subscriber leave.
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use shmcast_core::{CONTROL_BLOCK_LEN, HEADER_LEN, Reader};
+use shmcast_core::{CONTROL_BLOCK_LEN, HEADER_LEN, Reader, layout};
 
+use crate::contract::{Contract, Expectation, InvalidContract, MessageType};
 use crate::error::{ConnectError, ProtocolError};
 use crate::handshake::{self, Hello, RefuseReason, Reply};
 use crate::policy::Admission;
 use crate::shm;
 use crate::sys::{self, packet::RecvFdsError};
+use crate::topic::DirSource;
 
 /// Longest pause between two attempts to find a publisher.
 const MAX_BACKOFF: Duration = Duration::from_millis(50);
 
-/// Connects to the topic socket at `path`, waiting up to `wait` for a publisher to appear (`None`:
-/// fail at once). Each connect attempt is bounded by what is left of `wait`, or by `step` when
-/// not waiting.
+/// Connects to the topic socket at `path` (found as `dir` says), waiting up to `wait` for a
+/// publisher to appear (`None`: fail at once). Each connect attempt is bounded by what is left
+/// of `wait`, or by `step` when not waiting.
 pub(crate) fn dial(
     path: &Path,
+    dir: DirSource,
     wait: Option<Duration>,
     step: Duration,
 ) -> Result<OwnedFd, ConnectError> {
-    let deadline = wait.and_then(|t| Instant::now().checked_add(t));
+    // A wait too long for the clock (`Duration::MAX`) is a wait without end, not none.
+    let deadline = wait.map(|t| {
+        let now = Instant::now();
+        now.checked_add(t)
+            .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 60 * 60))
+    });
     let mut backoff = Duration::from_millis(1);
     loop {
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
@@ -55,10 +68,20 @@ pub(crate) fn dial(
                         std::thread::sleep(backoff.min(left));
                         backoff = (backoff * 2).min(MAX_BACKOFF);
                     }
-                    _ => return Err(ConnectError::NoPublisher(path.to_owned())),
+                    _ => {
+                        return Err(ConnectError::NoPublisher {
+                            path: path.to_owned(),
+                            dir,
+                        });
+                    }
                 }
             }
-            Err(e) => return Err(e.into()),
+            Err(source) => {
+                return Err(ConnectError::Socket {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
         }
     }
 }
@@ -87,6 +110,8 @@ pub(crate) struct Welcome {
     pub(crate) ring_len: u64,
     /// The control block size the welcome announces.
     pub(crate) cb_len: u64,
+    /// The message type the welcome declares.
+    pub(crate) message: MessageType,
     /// The ring's descriptor (read-only).
     pub(crate) ring: OwnedFd,
     /// This subscriber's control block.
@@ -133,7 +158,10 @@ pub(crate) fn exchange(
             reason: text,
         }),
         Reply::Welcome {
-            ring_len, cb_len, ..
+            ring_len,
+            cb_len,
+            message,
+            ..
         } => {
             let got = fds.len();
             let [ring, control_block]: [OwnedFd; handshake::WELCOME_FDS] =
@@ -144,6 +172,7 @@ pub(crate) fn exchange(
             Ok(Welcome {
                 ring_len,
                 cb_len,
+                message,
                 ring,
                 control_block,
             })
@@ -151,12 +180,17 @@ pub(crate) fn exchange(
     }
 }
 
-/// Maps what `welcome` hands over, after checking it against what it announces, and attaches a
-/// reader to it.
-pub(crate) fn attach(welcome: Welcome) -> Result<Reader, ConnectError> {
+/// Maps what `welcome` hands over, after checking it against what it announces, attaches a
+/// reader to it, and checks the topic's contract against `expect`. Whatever fails, everything
+/// received is unmapped and closed.
+pub(crate) fn attach(
+    welcome: Welcome,
+    expect: &Expectation,
+) -> Result<(Reader, Contract), ConnectError> {
     let Welcome {
         ring_len,
         cb_len,
+        message,
         ring,
         control_block,
     } = welcome;
@@ -175,5 +209,23 @@ pub(crate) fn attach(welcome: Welcome) -> Result<Reader, ConnectError> {
     }
     let cb = shm::control_block_region(control_block, CONTROL_BLOCK_LEN)
         .map_err(ProtocolError::SharedMemory)?;
-    Reader::attach(ring, cb).map_err(ConnectError::Layout)
+    let max_message = layout::validate_ring(&ring)
+        .map_err(ConnectError::Layout)?
+        .max_payload();
+    let reader = Reader::attach(ring, cb).map_err(ConnectError::Layout)?;
+    let contract = Contract::new(message, max_message);
+    if let MessageType::Pod { size, .. } = contract.message
+        && size > max_message
+    {
+        // No message of the declared type fits this ring.
+        let impossible = InvalidContract::Size { size, max_message };
+        return Err(ProtocolError::Contract(impossible).into());
+    }
+    if !expect.is_met_by(&contract) {
+        return Err(ConnectError::ContractMismatch {
+            expected: expect.clone(),
+            offered: contract,
+        });
+    }
+    Ok((reader, contract))
 }

@@ -1,52 +1,13 @@
 //! One error type per operation. Errors speak the domain; system errors stay behind
 //! [`std::io::Error`] where nothing more specific applies.
 
+use crate::contract::{Contract, Expectation, InvalidContract};
 use crate::handshake::{DecodeError, RefuseReason};
+use crate::topic::{DirSource, FileKind, TopicError};
 use shmcast_core::{ConfigError, FrameError, LayoutError};
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
-
-/// Why a topic name could not be turned into a socket path.
-#[derive(Debug)]
-pub enum TopicError {
-    /// Names are 1 to 100 characters of `A-Z a-z 0-9 . _ -`, not starting with `.`; anything
-    /// with a `/` is taken as a socket path instead.
-    InvalidName(String),
-    /// The topic directory exists but another user owns it or others may enter it.
-    InsecureDirectory {
-        /// The directory.
-        path: PathBuf,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The topic directory could not be created or inspected.
-    Io(io::Error),
-}
-
-impl fmt::Display for TopicError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TopicError::InvalidName(n) => write!(
-                f,
-                "invalid topic name {n:?}: use 1-100 of A-Z a-z 0-9 . _ - (not starting with '.'), or a path with '/'"
-            ),
-            TopicError::InsecureDirectory { path, reason } => {
-                write!(f, "refusing topic directory {}: {reason}", path.display())
-            }
-            TopicError::Io(e) => write!(f, "topic directory: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for TopicError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            TopicError::Io(e) => Some(e),
-            _ => None,
-        }
-    }
-}
 
 /// Why a publisher could not be created.
 #[derive(Debug)]
@@ -55,8 +16,46 @@ pub enum BindError {
     Topic(TopicError),
     /// Another live publisher serves this topic.
     TopicInUse(PathBuf),
+    /// Something that is not a socket occupies the topic's path (a file, a FIFO, a directory, a
+    /// symbolic link to anything). It was left as it was.
+    NotASocket {
+        /// The socket path.
+        path: PathBuf,
+        /// What is there instead.
+        kind: FileKind,
+    },
+    /// A socket of another user occupies the topic's path. It was left as it was.
+    ForeignSocket {
+        /// The socket path.
+        path: PathBuf,
+        /// The uid that owns it.
+        uid: u32,
+    },
+    /// A directory of the socket path does not exist (a publisher creates only the topic
+    /// directory of a name, never the directories of a path).
+    NoDirectory {
+        /// The socket path.
+        path: PathBuf,
+    },
+    /// Binding the socket at the topic's path failed in a system call.
+    Socket {
+        /// The socket path.
+        path: PathBuf,
+        /// What the system said.
+        source: io::Error,
+    },
     /// The ring geometry is impossible.
     Config(ConfigError),
+    /// The declared message type cannot be declared (a bad name or alignment, a Pod type larger
+    /// than the maximum message).
+    Contract(InvalidContract),
+    /// A builder option has a value it cannot take.
+    InvalidOption {
+        /// The builder method that set it.
+        option: &'static str,
+        /// What is wrong with the value.
+        reason: &'static str,
+    },
     /// A system call failed.
     Io(io::Error),
 }
@@ -72,7 +71,31 @@ impl fmt::Display for BindError {
                     p.display()
                 )
             }
+            BindError::NotASocket { path, kind } => write!(
+                f,
+                "{} is {kind}, not a topic socket: remove it yourself or choose another topic",
+                path.display()
+            ),
+            BindError::ForeignSocket { path, uid } => write!(
+                f,
+                "{} is a socket of uid {uid}, not ours to replace: choose another topic",
+                path.display()
+            ),
+            BindError::NoDirectory { path } => {
+                let dir = path.parent().unwrap_or(path);
+                write!(
+                    f,
+                    "cannot create the topic socket {}: directory {} does not exist",
+                    path.display(),
+                    dir.display()
+                )
+            }
+            BindError::Socket { path, source } => {
+                write!(f, "binding the topic socket {}: {source}", path.display())
+            }
             BindError::Config(e) => e.fmt(f),
+            BindError::Contract(e) => write!(f, "declaring the topic contract: {e}"),
+            BindError::InvalidOption { option, reason } => write!(f, "{option}: {reason}"),
             BindError::Io(e) => write!(f, "creating the publisher: {e}"),
         }
     }
@@ -83,8 +106,14 @@ impl std::error::Error for BindError {
         match self {
             BindError::Topic(e) => Some(e),
             BindError::Config(e) => Some(e),
+            BindError::Contract(e) => Some(e),
             BindError::Io(e) => Some(e),
-            BindError::TopicInUse(_) => None,
+            BindError::Socket { source, .. } => Some(source),
+            BindError::NotASocket { .. }
+            | BindError::ForeignSocket { .. }
+            | BindError::NoDirectory { .. }
+            | BindError::TopicInUse(_)
+            | BindError::InvalidOption { .. } => None,
         }
     }
 }
@@ -158,7 +187,20 @@ pub enum ConnectError {
     /// The topic name is unusable.
     Topic(TopicError),
     /// No publisher serves the topic (after waiting, with `connect_timeout`).
-    NoPublisher(PathBuf),
+    NoPublisher {
+        /// The socket path it looked for.
+        path: PathBuf,
+        /// How that path was found: which directory, and why that one.
+        dir: DirSource,
+    },
+    /// Connecting to the topic's socket failed in a system call (other than finding no
+    /// publisher).
+    Socket {
+        /// The socket path.
+        path: PathBuf,
+        /// What the system said.
+        source: io::Error,
+    },
     /// The publisher refused us.
     Refused {
         /// Why, as a kind a program can act on (retry when [`RefuseReason::Busy`]).
@@ -177,6 +219,24 @@ pub enum ConnectError {
     },
     /// The publisher did not answer the handshake in time.
     HandshakeTimeout,
+    /// The topic's contract does not meet this subscriber's expectation. The connection and the
+    /// shared memory were dropped; the publisher saw a subscriber leave.
+    ContractMismatch {
+        /// What this subscriber expects.
+        expected: Expectation,
+        /// What the publisher declared.
+        offered: Contract,
+    },
+    /// The expected message type is one no publisher can declare (a bad name or alignment).
+    /// Nothing was sent.
+    InvalidExpectation(InvalidContract),
+    /// A builder option has a value it cannot take.
+    InvalidOption {
+        /// The builder method that set it.
+        option: &'static str,
+        /// What is wrong with the value.
+        reason: &'static str,
+    },
     /// The publisher's reply broke the protocol.
     Protocol(ProtocolError),
     /// The shared memory the publisher sent is not acceptable.
@@ -189,7 +249,18 @@ impl fmt::Display for ConnectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ConnectError::Topic(e) => e.fmt(f),
-            ConnectError::NoPublisher(p) => write!(f, "no publisher on {}", p.display()),
+            ConnectError::NoPublisher { path, dir } => {
+                write!(f, "no publisher on {} ({dir}", path.display())?;
+                match dir {
+                    DirSource::SocketPath | DirSource::Builder => f.write_str(")"),
+                    _ => f.write_str(
+                        "; set SHMCAST_DIR or the subscriber's `directory` option to look elsewhere)",
+                    ),
+                }
+            }
+            ConnectError::Socket { path, source } => {
+                write!(f, "connecting to {}: {source}", path.display())
+            }
             ConnectError::Refused { code, reason } => {
                 write!(f, "publisher refused the connection ({code}): {reason}")
             }
@@ -201,6 +272,12 @@ impl fmt::Display for ConnectError {
             ConnectError::HandshakeTimeout => {
                 f.write_str("publisher did not complete the handshake in time")
             }
+            ConnectError::ContractMismatch { expected, offered } => write!(
+                f,
+                "topic contract mismatch: the topic carries {offered}; this subscriber expects {expected}"
+            ),
+            ConnectError::InvalidExpectation(e) => write!(f, "expecting a topic contract: {e}"),
+            ConnectError::InvalidOption { option, reason } => write!(f, "{option}: {reason}"),
             ConnectError::Protocol(e) => write!(f, "handshake protocol error: {e}"),
             ConnectError::Layout(e) => write!(f, "shared memory refused: {e}"),
             ConnectError::Io(e) => write!(f, "connecting: {e}"),
@@ -214,7 +291,9 @@ impl std::error::Error for ConnectError {
             ConnectError::Topic(e) => Some(e),
             ConnectError::Protocol(e) => Some(e),
             ConnectError::Layout(e) => Some(e),
+            ConnectError::InvalidExpectation(e) => Some(e),
             ConnectError::Io(e) => Some(e),
+            ConnectError::Socket { source, .. } => Some(source),
             _ => None,
         }
     }
@@ -235,6 +314,66 @@ impl From<io::Error> for ConnectError {
 impl From<ProtocolError> for ConnectError {
     fn from(e: ProtocolError) -> Self {
         ConnectError::Protocol(e)
+    }
+}
+
+/// Why [`remove_stale`](crate::remove_stale) or [`stale_topics`](crate::stale_topics) did not
+/// remove or list a socket. Nothing was removed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CleanError {
+    /// A process listens on the socket: it is not stale.
+    Live(PathBuf),
+    /// The path holds something that is not a socket.
+    NotASocket {
+        /// The path.
+        path: PathBuf,
+        /// What is there.
+        kind: FileKind,
+    },
+    /// The socket belongs to another user.
+    ForeignSocket {
+        /// The path.
+        path: PathBuf,
+        /// The uid that owns it.
+        uid: u32,
+    },
+    /// The path (or the directory to list) does not exist, or cannot be inspected or removed.
+    Io {
+        /// The path or directory.
+        path: PathBuf,
+        /// What the system said.
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for CleanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CleanError::Live(path) => write!(
+                f,
+                "{} is not stale: a publisher is listening on it",
+                path.display()
+            ),
+            CleanError::NotASocket { path, kind } => {
+                write!(f, "{} is {kind}, not a topic socket", path.display())
+            }
+            CleanError::ForeignSocket { path, uid } => write!(
+                f,
+                "{} is a socket of uid {uid}, not ours to remove",
+                path.display()
+            ),
+            CleanError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for CleanError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CleanError::Io { source, .. } => Some(source),
+            _ => None,
+        }
     }
 }
 
@@ -272,6 +411,9 @@ pub enum ProtocolError {
     },
     /// A received descriptor is not shared memory this subscriber may map.
     SharedMemory(MapError),
+    /// The welcome declares a contract no correct publisher declares (a Pod type larger than
+    /// its ring's maximum message).
+    Contract(InvalidContract),
 }
 
 impl fmt::Display for ProtocolError {
@@ -295,6 +437,9 @@ impl fmt::Display for ProtocolError {
                 "the welcome announces a ring of {announced} bytes, its descriptor has {actual}"
             ),
             ProtocolError::SharedMemory(e) => write!(f, "shared memory refused: {e}"),
+            ProtocolError::Contract(e) => {
+                write!(f, "the welcome declares an impossible contract: {e}")
+            }
         }
     }
 }
@@ -304,6 +449,7 @@ impl std::error::Error for ProtocolError {
         match self {
             ProtocolError::Decode(e) => Some(e),
             ProtocolError::SharedMemory(e) => Some(e),
+            ProtocolError::Contract(e) => Some(e),
             _ => None,
         }
     }
@@ -385,7 +531,33 @@ impl From<io::Error> for MapError {
     }
 }
 
+/// [`Publisher::wait_for_subscribers`](crate::Publisher::wait_for_subscribers) timed out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaitError {
+    /// The number of subscribers waited for.
+    pub wanted: usize,
+    /// How many were connected when the wait gave up.
+    pub connected: usize,
+    /// How long it waited.
+    pub waited: std::time::Duration,
+}
+
+impl fmt::Display for WaitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "timed out after {:?} waiting for {} subscribers ({} connected)",
+            self.waited, self.wanted, self.connected
+        )
+    }
+}
+
+impl std::error::Error for WaitError {}
+
 /// Why a receive returned no message.
+///
+/// Comparable, for tests: two [`RecvError::Io`] are equal when their
+/// [`kind`](io::Error::kind)s are (the cause stays reachable through `source`).
 #[derive(Debug)]
 pub enum RecvError {
     /// `try_recv`: nothing to read now.
@@ -419,6 +591,23 @@ impl fmt::Display for RecvError {
             RecvError::Evicted => f.write_str("evicted by the publisher"),
             RecvError::Corrupt(e) => write!(f, "corrupt shared memory: {e}"),
             RecvError::Io(e) => write!(f, "waiting for messages: {e}"),
+        }
+    }
+}
+
+impl PartialEq for RecvError {
+    fn eq(&self, other: &Self) -> bool {
+        use RecvError::*;
+        match (self, other) {
+            (Empty, Empty)
+            | (Timeout, Timeout)
+            | (Disconnected, Disconnected)
+            | (Demoted, Demoted)
+            | (Evicted, Evicted) => true,
+            (Lagged(a), Lagged(b)) => a == b,
+            (Corrupt(a), Corrupt(b)) => a == b,
+            (Io(a), Io(b)) => a.kind() == b.kind(),
+            _ => false,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! ```text
 //! subscriber -> publisher  HELLO    magic "SHMC" | version u16 | kind 1 | mode u8 | start u8 | 6 zero bytes
 //! publisher -> subscriber  WELCOME  magic | version | kind 2 | flags u32 (0) | ring_len u64 | cb_len u64
+//!                                   | message u8 | 1 zero byte | name_len u16 | a u32 | b u32 | name
 //!                                   + 2 descriptors: ring (read-only), control block
 //! publisher -> subscriber  REFUSE   magic | version | kind 3 | code u16 | text_len u16 | text
 //! after WELCOME, both ways DOORBELL 1 byte, never blocking (MSG_DONTWAIT): "look at the ring"
@@ -12,21 +13,43 @@
 //!
 //! All integers little-endian. A packet of the wrong length, magic, version or kind is refused;
 //! nothing in it is trusted beyond these checks.
+//!
+//! The WELCOME's tail is the topic contract's message type (the maximum message size is the
+//! ring header's): `message` 0 is bytes of no declared type (`name_len`, `a` and `b` zero), 1 a
+//! schema (`a` its version, `b` zero), 2 a Pod type (`a` its size, `b` its alignment, a power of
+//! two up to 16). `name` is the type or schema name: `name_len` bytes, 1 to
+//! [`MAX_CONTRACT_NAME`](crate::MAX_CONTRACT_NAME), UTF-8 without control characters. A WELCOME is
+//! therefore 40 to 168 bytes, and every byte of it is checked.
+//!
+//! Version 3 added the contract. Peers of different versions refuse each other: a publisher
+//! answers a request of another version with a REFUSE (reason: protocol version), written in
+//! the requester's version when that version's REFUSE has the same layout (2), so that an older
+//! subscriber reads it as a refusal; a subscriber that receives a reply of another version fails
+//! with [`DecodeError::Version`].
 
+use crate::contract::{self, MessageType};
 use shmcast_core::{Mode, Start};
 use std::fmt;
 
 const MAGIC: [u8; 4] = *b"SHMC";
 /// Version of the control protocol.
-pub(crate) const VERSION: u16 = 2;
+pub(crate) const VERSION: u16 = 3;
+/// Older versions whose REFUSE has this version's layout: a publisher refuses a request of such
+/// a version in that version, so that the requester can read why.
+const REFUSE_COMPATIBLE: [u16; 1] = [2];
 const KIND_HELLO: u16 = 1;
 pub(crate) const KIND_WELCOME: u16 = 2;
 pub(crate) const KIND_REFUSE: u16 = 3;
 /// Largest control packet.
 pub(crate) const MAX_PACKET: usize = 256;
 const HELLO_LEN: usize = 16;
-const WELCOME_LEN: usize = 32;
+/// A WELCOME without its name.
+const WELCOME_FIXED: usize = 40;
+const MESSAGE_BYTES: u8 = 0;
+const MESSAGE_SCHEMA: u8 = 1;
+const MESSAGE_POD: u8 = 2;
 const REFUSE_MAX_TEXT: usize = MAX_PACKET - 12;
+const _: () = assert!(WELCOME_FIXED + contract::MAX_CONTRACT_NAME <= MAX_PACKET);
 /// Descriptors a WELCOME carries.
 pub(crate) const WELCOME_FDS: usize = 2;
 
@@ -123,8 +146,12 @@ pub(crate) fn refuse_reason(code: u16) -> RefuseReason {
 }
 
 fn header(kind: u16, out: &mut Vec<u8>) {
+    header_as(VERSION, kind, out);
+}
+
+fn header_as(version: u16, kind: u16, out: &mut Vec<u8>) {
     out.extend_from_slice(&MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&kind.to_le_bytes());
 }
 
@@ -148,6 +175,72 @@ fn u64_at(p: &[u8], at: usize) -> u64 {
     let mut b = [0; 8];
     b.copy_from_slice(&p[at..at + 8]);
     u64::from_le_bytes(b)
+}
+
+fn u32_at(p: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([p[at], p[at + 1], p[at + 2], p[at + 3]])
+}
+
+/// The wire fields of a message type: (message, a, b, name).
+fn message_fields(m: &MessageType) -> (u8, u32, u32, &str) {
+    match m {
+        MessageType::Bytes => (MESSAGE_BYTES, 0, 0, ""),
+        MessageType::Schema { name, version } => (MESSAGE_SCHEMA, *version, 0, name),
+        // A declared size fits: it is at most the maximum message, a u32 in the ring header.
+        MessageType::Pod { name, size, align } => (
+            MESSAGE_POD,
+            u32::try_from(*size).unwrap_or(u32::MAX),
+            u32::try_from(*align).unwrap_or(u32::MAX),
+            name,
+        ),
+    }
+}
+
+/// Decodes a WELCOME's message type (bytes 28.. of a packet whose length was checked against
+/// its `name_len`).
+fn decode_message(p: &[u8]) -> Result<MessageType, DecodeError> {
+    if p[29] != 0 {
+        return Err(DecodeError::Field("reserved"));
+    }
+    let (a, b) = (u32_at(p, 32), u32_at(p, 36));
+    let name = || -> Result<String, DecodeError> {
+        let name =
+            std::str::from_utf8(&p[WELCOME_FIXED..]).map_err(|_| DecodeError::Field("name"))?;
+        contract::check_name(name).map_err(|_| DecodeError::Field("name"))?;
+        Ok(name.to_owned())
+    };
+    match p[28] {
+        MESSAGE_BYTES => {
+            if p.len() != WELCOME_FIXED {
+                return Err(DecodeError::Field("name"));
+            }
+            if a != 0 || b != 0 {
+                return Err(DecodeError::Field("reserved"));
+            }
+            Ok(MessageType::Bytes)
+        }
+        MESSAGE_SCHEMA => {
+            if b != 0 {
+                return Err(DecodeError::Field("reserved"));
+            }
+            Ok(MessageType::Schema {
+                name: name()?,
+                version: a,
+            })
+        }
+        MESSAGE_POD => {
+            let name = name()?;
+            if !b.is_power_of_two() || b > 16 {
+                return Err(DecodeError::Field("align"));
+            }
+            Ok(MessageType::Pod {
+                name,
+                size: a as usize,
+                align: b as usize,
+            })
+        }
+        _ => Err(DecodeError::Field("message")),
+    }
 }
 
 /// A subscriber's request.
@@ -205,6 +298,8 @@ pub(crate) enum Reply {
         flags: u32,
         ring_len: u64,
         cb_len: u64,
+        /// What the topic carries (the contract, less the ring's maximum message).
+        message: MessageType,
     },
     Refuse {
         code: u16,
@@ -214,21 +309,39 @@ pub(crate) enum Reply {
 
 impl Reply {
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(WELCOME_LEN);
+        self.encode_as(VERSION)
+    }
+
+    /// Encodes a REFUSE in `version` (one of [`REFUSE_COMPATIBLE`], else this version); every
+    /// other reply in this version.
+    fn encode_as(&self, version: u16) -> Vec<u8> {
+        let mut out = Vec::with_capacity(MAX_PACKET);
         match self {
             Reply::Welcome {
                 flags,
                 ring_len,
                 cb_len,
+                message,
             } => {
+                let (kind, a, b, name) = message_fields(message);
                 header(KIND_WELCOME, &mut out);
                 out.extend_from_slice(&flags.to_le_bytes());
                 out.extend_from_slice(&ring_len.to_le_bytes());
                 out.extend_from_slice(&cb_len.to_le_bytes());
-                out.resize(WELCOME_LEN, 0);
+                out.extend_from_slice(&[kind, 0]);
+                // A declared name is at most MAX_CONTRACT_NAME bytes (checked when declared).
+                out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+                out.extend_from_slice(&a.to_le_bytes());
+                out.extend_from_slice(&b.to_le_bytes());
+                out.extend_from_slice(name.as_bytes());
             }
             Reply::Refuse { code, text } => {
-                header(KIND_REFUSE, &mut out);
+                let version = if REFUSE_COMPATIBLE.contains(&version) {
+                    version
+                } else {
+                    VERSION
+                };
+                header_as(version, KIND_REFUSE, &mut out);
                 let mut end = text.len().min(REFUSE_MAX_TEXT);
                 while !text.is_char_boundary(end) {
                     end -= 1;
@@ -248,23 +361,37 @@ impl Reply {
         }
     }
 
+    /// The refusal of a request that failed to decode with `error`, encoded: a request of
+    /// another version is refused for its version, in its own version where that version's
+    /// REFUSE has this layout (so that an older subscriber reads the reason).
+    pub(crate) fn refusal_of(error: &DecodeError) -> Vec<u8> {
+        match *error {
+            DecodeError::Version(v) => {
+                Reply::refuse(RefuseReason::Version, error.to_string()).encode_as(v)
+            }
+            _ => Reply::refuse(RefuseReason::BadRequest, error.to_string()).encode(),
+        }
+    }
+
     pub(crate) fn decode(p: &[u8]) -> Result<Reply, DecodeError> {
         match check_header(p)? {
             KIND_WELCOME => {
-                if p.len() != WELCOME_LEN {
+                if p.len() < WELCOME_FIXED {
                     return Err(DecodeError::Length(p.len()));
                 }
-                let flags = u32::from_le_bytes([p[8], p[9], p[10], p[11]]);
+                let name_len = u16::from_le_bytes([p[30], p[31]]) as usize;
+                if p.len() != WELCOME_FIXED + name_len {
+                    return Err(DecodeError::Length(p.len()));
+                }
+                let flags = u32_at(p, 8);
                 if flags != 0 {
                     return Err(DecodeError::Field("flags"));
-                }
-                if p[28..].iter().any(|&b| b != 0) {
-                    return Err(DecodeError::Field("reserved"));
                 }
                 Ok(Reply::Welcome {
                     flags,
                     ring_len: u64_at(p, 12),
                     cb_len: u64_at(p, 20),
+                    message: decode_message(p)?,
                 })
             }
             KIND_REFUSE => {
@@ -302,15 +429,31 @@ mod tests {
             flags: 0,
             ring_len: 1 << 20,
             cb_len: 512,
+            message: MessageType::Bytes,
         };
         let w_bytes = w.encode();
+        assert_eq!(w_bytes.len(), WELCOME_FIXED);
         assert_eq!(Reply::decode(&w_bytes), Ok(w));
         let mut reserved = w_bytes;
-        reserved[31] = 1;
+        reserved[29] = 1;
         assert_eq!(
             Reply::decode(&reserved),
             Err(DecodeError::Field("reserved"))
         );
+        for message in [
+            MessageType::schema("app.Tick", 7),
+            MessageType::schema("é".repeat(64), u32::MAX),
+            MessageType::pod_named::<[u64; 2]>("Tick"),
+            MessageType::pod_named::<u8>("x".repeat(contract::MAX_CONTRACT_NAME)),
+        ] {
+            let w = Reply::Welcome {
+                flags: 0,
+                ring_len: 4096,
+                cb_len: 512,
+                message,
+            };
+            assert_eq!(Reply::decode(&w.encode()), Ok(w));
+        }
         let r = Reply::refuse(RefuseReason::PermissionDenied, "é".repeat(300));
         let Ok(Reply::Refuse { code: 1, text }) = Reply::decode(&r.encode()) else {
             panic!()
@@ -342,5 +485,36 @@ mod tests {
         other_version[4] = 9;
         assert_eq!(Hello::decode(&other_version), Err(DecodeError::Version(9)));
         assert!(Reply::decode(&[0xff; 300]).is_err());
+    }
+
+    #[test]
+    fn version_refusals_speak_the_requesters_version_where_they_can() {
+        let mut old = Hello {
+            mode: Mode::Gating,
+            start: Start::Newest,
+        }
+        .encode();
+        for (version, answered_in) in [(2, 2), (1, VERSION), (9, VERSION)] {
+            old[4..6].copy_from_slice(&u16::to_le_bytes(version));
+            let error = Hello::decode(&old).unwrap_err();
+            assert_eq!(error, DecodeError::Version(version));
+            let refusal = Reply::refusal_of(&error);
+            assert_eq!(u16::from_le_bytes([refusal[4], refusal[5]]), answered_in);
+            // Read as a subscriber of that version would: only the version differs.
+            let mut ours = refusal.clone();
+            ours[4..6].copy_from_slice(&VERSION.to_le_bytes());
+            let Ok(Reply::Refuse { code: 2, text }) = Reply::decode(&ours) else {
+                panic!("{refusal:?}")
+            };
+            assert_eq!(
+                text,
+                format!("protocol version {version}, this build speaks {VERSION}")
+            );
+        }
+        let garbage = Reply::refusal_of(&DecodeError::Magic);
+        assert!(matches!(
+            Reply::decode(&garbage),
+            Ok(Reply::Refuse { code: 3, .. })
+        ));
     }
 }

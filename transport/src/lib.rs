@@ -81,11 +81,15 @@
 //!
 //! # Typed messages
 //!
+//! Any `bytemuck::Pod` type travels as is; shmcast re-exports bytemuck, so a program needs no
+//! dependency of its own to derive it.
+//!
 //! ```no_run
 //! use shmcast::{Publisher, Subscriber};
 //! use std::time::Duration;
 //!
-//! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+//! #[derive(Clone, Copy, shmcast::Pod, shmcast::Zeroable)]
+//! #[bytemuck(crate = "shmcast::bytemuck")]
 //! #[repr(C)]
 //! struct Tick { seq: u64, price: f64 }
 //!
@@ -111,14 +115,15 @@
 //! | `publisher`, `loan` | [`Publisher`], its builder and statistics; [`Loan`], [`PodLoan`] |
 //! | `subscriber` | [`Subscriber`], its builder and statistics, the [`Sample`]s it lends |
 //! | `policy` | [`Admission`]: whom each side trusts; subscriber limits, descriptor reserve |
+//! | `contract` | the topic [`Contract`]: the [`MessageType`] a publisher declares, a subscriber's [`Expectation`] |
 //! | `connect` | the subscriber's half of the handshake |
 //! | `server` | the publisher's server thread: accept, credentials, handshake, hang-ups |
 //! | `shared` | what the publisher and its server thread share |
 //! | `handshake` | the versioned control records (codec only) |
 //! | `wake` | wake delivery, sleeping on the wake word, doorbells, the recheck and nap tuning |
 //! | `readiness` | the subscriber's descriptor for event loops |
-//! | `claim` | binding the topic socket, stale-socket recovery, its removal |
-//! | `topic` | topic names and their private socket directory |
+//! | `claim` | binding the topic socket, stale-socket recovery, its removal; [`remove_stale`], [`stale_topics`] |
+//! | `topic` | topic names, their directory ([`TopicDir`]) and its checks, [`TopicError`] |
 //! | `shm` | sealed memfds and their mappings, handed out as core regions |
 //! | `error` | one error type per operation |
 //! | `sys` | every syscall, split by kernel domain |
@@ -129,6 +134,7 @@
 
 mod claim;
 mod connect;
+mod contract;
 mod error;
 mod handshake;
 mod loan;
@@ -145,12 +151,21 @@ pub mod test_support;
 mod topic;
 mod wake;
 
+/// The `bytemuck` this crate is built with, so that typed messages need no dependency of their
+/// own: derive with `#[derive(shmcast::Pod, shmcast::Zeroable)]` and
+/// `#[bytemuck(crate = "shmcast::bytemuck")]`.
+pub use bytemuck;
+pub use bytemuck::{Pod, Zeroable};
+pub use claim::{remove_stale, stale_topics};
+pub use contract::{Contract, Expectation, InvalidContract, MAX_CONTRACT_NAME, MessageType};
 pub use error::{
-    BindError, ConnectError, LoanError, MapError, PodError, ProtocolError, RecvError, TopicError,
+    BindError, CleanError, ConnectError, LoanError, MapError, PodError, ProtocolError, RecvError,
+    WaitError,
 };
 pub use handshake::{DecodeError, RefuseReason};
 pub use loan::{Loan, PodLoan};
 pub use policy::Admission;
-pub use publisher::{Publisher, PublisherBuilder, PublisherStats};
+pub use publisher::{DEFAULT_STALL_BOUND, Publisher, PublisherBuilder, PublisherStats};
 pub use shmcast_core::{FrameError, Mode, Start, SubscriberId, SubscriberInfo};
 pub use subscriber::{Sample, Subscriber, SubscriberBuilder, SubscriberStats};
+pub use topic::{DirSource, FileKind, MAX_SOCKET_PATH, TopicDir, TopicError};

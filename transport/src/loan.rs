@@ -26,6 +26,24 @@ pub struct Loan<'a> {
     len: usize,
 }
 
+impl std::fmt::Debug for Loan<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loan")
+            .field("len", &self.len)
+            .field("seq", &self.guard.next_seq())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> std::fmt::Debug for PodLoan<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PodLoan")
+            .field("type", &std::any::type_name::<T>())
+            .field("loan", &self.loan)
+            .finish()
+    }
+}
+
 impl<'a> Loan<'a> {
     /// A loan of the reservation `res`, whose payload is `len` bytes at `ptr`.
     pub(crate) fn new(

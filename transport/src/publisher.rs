@@ -1,7 +1,8 @@
 //! The publisher: owns the ring, lends writable buffers inside it, and wakes parked subscribers.
 
 use crate::claim::Claim;
-use crate::error::{BindError, LoanError};
+use crate::contract::{Contract, MessageType};
+use crate::error::{BindError, LoanError, WaitError};
 use crate::loan::{Loan, PodLoan};
 use crate::policy::Admission;
 use crate::server;
@@ -12,11 +13,17 @@ use crate::topic;
 use crate::wake::{self, Link, SpaceWait};
 use shmcast_core::{ReserveError, RingConfig, SubscriberId, SubscriberInfo, Writer};
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// The default [`PublisherBuilder::stall_bound`]: 5 s. Far longer than any scheduling delay, page
+/// fault storm or pause of a healthy subscriber on a loaded machine (those are milliseconds), so
+/// a live subscriber is never demoted by accident; short enough that a subscriber stopped for
+/// good costs the publisher one pause that a person notices, not a freeze.
+pub const DEFAULT_STALL_BOUND: Duration = Duration::from_secs(5);
 
 /// Settings for a [`Publisher`].
 #[derive(Clone, Debug)]
@@ -29,6 +36,8 @@ pub struct PublisherBuilder {
     handshake_timeout: Duration,
     max_pending: usize,
     max_subscribers: Option<usize>,
+    message: MessageType,
+    directory: Option<PathBuf>,
 }
 
 impl PublisherBuilder {
@@ -41,21 +50,24 @@ impl PublisherBuilder {
             capacity: 1 << 20,
             max_message: None,
             admission: Admission::SameUid,
-            stall_bound: None,
+            stall_bound: Some(DEFAULT_STALL_BOUND),
             handshake_timeout: Duration::from_secs(2),
             max_pending: 64,
             max_subscribers: None,
+            message: MessageType::Bytes,
+            directory: None,
         }
     }
 
-    /// Ring data size in bytes (a power of two, at least 64).
+    /// Ring data size in bytes: a power of two from 64 bytes to 1 TiB (the memory is reserved,
+    /// not touched: a large ring costs only what is written into it).
     pub fn capacity(mut self, bytes: u64) -> Self {
         self.capacity = bytes;
         self
     }
 
-    /// Largest message in bytes (at most half the capacity minus 16). Default: a quarter of
-    /// the capacity.
+    /// Largest message in bytes: at least 1, at most half the capacity minus 16 and at most
+    /// 4 GiB − 16. Default: a quarter of the capacity, within those bounds.
     pub fn max_message(mut self, bytes: u64) -> Self {
         self.max_message = Some(bytes);
         self
@@ -68,13 +80,31 @@ impl PublisherBuilder {
     }
 
     /// How long a blocking `loan` waits on a stalled gating subscriber before demoting it to
-    /// lossy. `None` (the default): wait as long as the caller's own timeout.
+    /// lossy (it receives [`RecvError::Demoted`](crate::RecvError::Demoted) and continues as a
+    /// lossy subscriber for good). Default: [`DEFAULT_STALL_BOUND`], so that one stopped
+    /// subscriber (a `SIGSTOP`, a debugger, a frozen container) cannot freeze the publisher
+    /// forever. `None` waits as long as the caller's own timeout: an explicit choice for
+    /// streams where no message may ever be lost, whatever a subscriber does.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// // Demote a gating subscriber that holds the ring for 100 ms.
+    /// let fast = shmcast::Publisher::builder("market-data")
+    ///     .stall_bound(Some(Duration::from_millis(100)))
+    ///     .bind()?;
+    /// // Never demote: a stopped gating subscriber stops this publisher too.
+    /// let strict = shmcast::Publisher::builder("ledger").stall_bound(None).bind()?;
+    /// # Ok::<(), shmcast::BindError>(())
+    /// ```
     pub fn stall_bound(mut self, bound: Option<Duration>) -> Self {
         self.stall_bound = bound;
         self
     }
 
-    /// How long a connecting client may take to send its request before it is dropped.
+    /// How long a connecting client may take to send its request before it is dropped. Must
+    /// be greater than zero ([`bind`](Self::bind) fails with [`BindError::InvalidOption`]
+    /// otherwise).
     pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
         self.handshake_timeout = timeout;
         self
@@ -103,6 +133,69 @@ impl PublisherBuilder {
     /// ```
     pub fn max_subscribers(mut self, n: Option<usize>) -> Self {
         self.max_subscribers = n;
+        self
+    }
+
+    /// Declares what the topic carries: every subscriber reads it
+    /// ([`Subscriber::contract`](crate::Subscriber::contract)), and one that expects another
+    /// type is refused on its side with
+    /// [`ConnectError::ContractMismatch`](crate::ConnectError::ContractMismatch). Default
+    /// [`MessageType::Bytes`]: bytes of no declared type. [`bind`](Self::bind) fails with
+    /// [`BindError::Contract`] for a name that is empty, longer than
+    /// [`MAX_CONTRACT_NAME`](crate::MAX_CONTRACT_NAME) bytes or holds a control character, an
+    /// alignment that is not a power of two up to 16, or a Pod type larger than the maximum
+    /// message.
+    pub fn declare(mut self, message: MessageType) -> Self {
+        self.message = message;
+        self
+    }
+
+    /// Declares that every message is one `T`, named by its type name without module paths
+    /// (`Tick` for `app::Tick`), with its size and alignment. See [`declare`](Self::declare).
+    ///
+    /// ```no_run
+    /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    /// #[repr(C)]
+    /// struct Tick { seq: u64, price: f64 }
+    ///
+    /// let publisher = shmcast::Publisher::builder("ticks").pod::<Tick>().bind()?;
+    /// // Subscribers see: pod "Tick" (16 bytes, align 8), messages up to 262144 bytes.
+    /// println!("{}", publisher.contract());
+    /// # Ok::<(), shmcast::BindError>(())
+    /// ```
+    pub fn pod<T: bytemuck::Pod>(self) -> Self {
+        self.declare(MessageType::pod::<T>())
+    }
+
+    /// Declares that every message is one `T`, under a name of your choosing (to tell apart
+    /// types of one name, or versions of one type). See [`declare`](Self::declare).
+    pub fn pod_named<T: bytemuck::Pod>(self, name: impl Into<String>) -> Self {
+        self.declare(MessageType::pod_named::<T>(name))
+    }
+
+    /// Declares that messages are bytes in schema `name` at `version` (a serialisation format
+    /// and message type: `"proto:app.Tick"`, `"json:order"`). See [`declare`](Self::declare).
+    pub fn schema(self, name: impl Into<String>, version: u32) -> Self {
+        self.declare(MessageType::schema(name, version))
+    }
+
+    /// The directory a topic name's socket is created in, instead of `$SHMCAST_DIR`,
+    /// `$XDG_RUNTIME_DIR/shmcast/` or `/tmp/shmcast-<uid>/` (see [`TopicDir`](crate::TopicDir)).
+    /// It is made with mode 0700 if missing (its parent must exist); an existing one must be
+    /// ours and closed to group and others, or [`bind`](Self::bind) fails with
+    /// [`TopicError::InsecureDirectory`](crate::TopicError::InsecureDirectory). Subscribers
+    /// must look in the same directory. A topic that is a socket path (it contains `/`) is used
+    /// as given, wherever this points.
+    ///
+    /// ```no_run
+    /// let publisher = shmcast::Publisher::builder("ticks")
+    ///     .directory("/run/trading/topics")
+    ///     .bind()?;
+    /// assert_eq!(publisher.path(), std::path::Path::new("/run/trading/topics/ticks"));
+    /// # Ok::<(), shmcast::BindError>(())
+    /// ```
+    pub fn directory(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.directory = Some(dir.into());
         self
     }
 
@@ -168,6 +261,7 @@ pub struct Publisher {
     stall_bound: Option<Duration>,
     space_waits: u64,
     max_message: usize,
+    contract: Contract,
 }
 
 impl std::fmt::Debug for Publisher {
@@ -190,9 +284,19 @@ impl Publisher {
     }
 
     fn create(b: PublisherBuilder) -> Result<Publisher, BindError> {
-        let max = b.max_message.unwrap_or(b.capacity / 4);
+        if b.handshake_timeout.is_zero() {
+            return Err(BindError::InvalidOption {
+                option: "handshake_timeout",
+                reason: "must be greater than zero: a zero timeout would refuse every subscriber",
+            });
+        }
+        let max = b
+            .max_message
+            .unwrap_or((b.capacity / 4).min(RingConfig::payload_limit(b.capacity)));
         let cfg = RingConfig::new(b.capacity, max).map_err(BindError::Config)?;
-        let path = topic::resolve(&b.topic, true)?;
+        let contract =
+            Contract::declare(b.message, cfg.max_payload()).map_err(BindError::Contract)?;
+        let path = topic::resolve(&b.topic, b.directory.as_deref(), true)?.path;
 
         let ring = Arc::new(SharedMemory::create_sealed_ring(
             "shmcast-ring",
@@ -207,6 +311,7 @@ impl Publisher {
 
         let shared = Arc::new(Shared {
             writer: Mutex::new(writer),
+            joined: Condvar::new(),
             ring_ro,
             space: SpaceWait::new()?,
             admission: b.admission,
@@ -221,7 +326,12 @@ impl Publisher {
 
         let (claim, listener) = Claim::bind(&path)?;
         let shutdown = Arc::new(sys::event::eventfd_create(true)?);
-        let server = server::spawn(listener, shared.clone(), shutdown.clone())?;
+        let server = server::spawn(
+            listener,
+            shared.clone(),
+            shutdown.clone(),
+            contract.message.clone(),
+        )?;
         Ok(Publisher {
             shared,
             server: Some(server),
@@ -230,6 +340,7 @@ impl Publisher {
             stall_bound: b.stall_bound,
             space_waits: 0,
             max_message: cfg.max_payload(),
+            contract,
         })
     }
 
@@ -241,6 +352,11 @@ impl Publisher {
     /// Largest message in bytes.
     pub fn max_message(&self) -> usize {
         self.max_message
+    }
+
+    /// What this publisher declared the topic carries, as every subscriber receives it.
+    pub fn contract(&self) -> &Contract {
+        &self.contract
     }
 
     /// Lends a writable `len`-byte buffer inside the ring, waiting while gating subscribers hold
@@ -357,6 +473,54 @@ impl Publisher {
     /// Number of connected subscribers.
     pub fn subscriber_count(&self) -> usize {
         self.shared.lock().subscriber_count()
+    }
+
+    /// Waits until at least `n` subscribers are connected, at most `timeout`
+    /// (`Duration::MAX`: without end); returns how many are.
+    ///
+    /// Messages published before a subscriber connects never reach it (it starts with the next
+    /// one, or with what is still in the ring for [`Start::Oldest`](crate::Start::Oldest)): call
+    /// this before the first message when every subscriber must see the whole stream. A
+    /// subscriber counts from the moment it is admitted, before its handshake completes, so
+    /// nothing published after this returns is lost to it.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// let mut publisher = shmcast::Publisher::bind("jobs")?;
+    /// publisher.wait_for_subscribers(2, Duration::from_secs(10))?;
+    /// publisher.send(b"first job")?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait_for_subscribers(&self, n: usize, timeout: Duration) -> Result<usize, WaitError> {
+        let start = Instant::now();
+        let deadline = start.checked_add(timeout);
+        let mut writer = self.shared.lock();
+        loop {
+            let connected = writer.subscriber_count();
+            if connected >= n {
+                return Ok(connected);
+            }
+            let left = match deadline {
+                Some(d) => d.saturating_duration_since(Instant::now()),
+                None => wake::PARK_RECHECK,
+            };
+            if left.is_zero() {
+                return Err(WaitError {
+                    wanted: n,
+                    connected,
+                    waited: start.elapsed(),
+                });
+            }
+            // Bounded slices: a departure (which does not signal) is seen within one.
+            let slice = left.min(wake::PARK_RECHECK);
+            writer = self
+                .shared
+                .joined
+                .wait_timeout(writer, slice)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
     }
 
     /// A snapshot of the counters and of every subscriber.

@@ -12,8 +12,12 @@
 //!   `RLIMIT_NOFILE` free, see [`descriptor_reserve`](crate::policy::descriptor_reserve)): new
 //!   ones are refused as busy.
 //! * A hang-up removes the subscriber and signals a publisher waiting for space.
+//! * The WELCOME declares the topic's message type; a subscriber that expected another one
+//!   leaves at once, which is handled as any hang-up (the publisher counts it as admitted, then
+//!   departed).
 
-use crate::handshake::{self, DecodeError, Hello, RefuseReason, Reply};
+use crate::contract::MessageType;
+use crate::handshake::{self, Hello, RefuseReason, Reply};
 use crate::policy;
 use crate::shared::Shared;
 use crate::shm::SharedMemory;
@@ -49,12 +53,17 @@ struct Server {
     shutdown: Arc<OwnedFd>,
     conns: HashMap<u64, Conn>,
     next_token: u64,
+    /// What the topic carries, as every WELCOME declares it.
+    message: MessageType,
 }
 
+/// Starts the server thread for the topic socket `listener`, declaring `message` to every
+/// subscriber; it ends when `shutdown` is signalled.
 pub(crate) fn spawn(
     listener: OwnedFd,
     shared: Arc<Shared>,
     shutdown: Arc<OwnedFd>,
+    message: MessageType,
 ) -> io::Result<JoinHandle<()>> {
     sys::net::set_nonblocking(listener.as_fd(), true)?;
     let epoll = sys::event::epoll_create()?;
@@ -67,6 +76,7 @@ pub(crate) fn spawn(
         shutdown,
         conns: HashMap::new(),
         next_token: FIRST_CONN,
+        message,
     };
     std::thread::Builder::new()
         .name("shmcast-server".into())
@@ -212,11 +222,9 @@ impl Server {
                         }
                     }
                     Err(e) => {
-                        let code = match e {
-                            DecodeError::Version(_) => RefuseReason::Version,
-                            _ => RefuseReason::BadRequest,
-                        };
-                        self.refuse(&conn.sock, code, &e.to_string());
+                        self.shared.refused.fetch_add(1, Ordering::Relaxed);
+                        let refusal = Reply::refusal_of(&e);
+                        let _ = sys::packet::send_packet(conn.sock.as_fd(), &refusal);
                     }
                 }
             }
@@ -274,6 +282,7 @@ impl Server {
             flags: 0,
             ring_len,
             cb_len: CONTROL_BLOCK_LEN as u64,
+            message: self.message.clone(),
         }
         .encode();
         let fds = [self.shared.ring_ro.as_fd(), cb.fd()];
@@ -285,6 +294,7 @@ impl Server {
             return None;
         }
         self.shared.admitted.fetch_add(1, Ordering::Relaxed);
+        self.shared.joined.notify_all();
         Some(id)
     }
 

@@ -3,7 +3,7 @@
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use shmcast_core::{Wakeups, Writer};
@@ -14,6 +14,8 @@ use crate::wake::{self, Link, SpaceWait};
 /// State shared by the publisher and its server thread.
 pub(crate) struct Shared {
     pub(crate) writer: Mutex<Writer<Link>>,
+    /// Signalled (with `writer`) each time the server thread admits a subscriber.
+    pub(crate) joined: Condvar,
     /// Read-only descriptor of the ring, handed to subscribers.
     pub(crate) ring_ro: OwnedFd,
     /// Where the publisher waits for space; the server thread adds and removes connections.

@@ -28,7 +28,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 
 use memmap2::{MmapOptions, MmapRaw};
-use shmcast_core::Region;
+use shmcast_core::layout::MAX_CAPACITY;
+use shmcast_core::{HEADER_LEN, Region};
 
 use crate::error::MapError;
 use crate::sys::{self, fs::SealFlags};
@@ -44,9 +45,9 @@ pub(crate) const CONTROL_SEALS: SealFlags = SealFlags::SHRINK
     .union(SealFlags::GROW)
     .union(SealFlags::SEAL);
 
-/// Largest region this module creates or maps (1 TiB). A peer's descriptor claiming more is
-/// refused rather than mapped.
-pub(crate) const MAX_MAPPING_LEN: u64 = 1 << 40;
+/// Largest region this module creates or maps: the largest ring (1 TiB of data) with its
+/// header. A peer's descriptor claiming more is refused rather than mapped.
+pub(crate) const MAX_MAPPING_LEN: u64 = HEADER_LEN as u64 + MAX_CAPACITY;
 
 /// A memfd this process created, mapped read-write and sealed.
 ///

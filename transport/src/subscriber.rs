@@ -4,6 +4,7 @@
 #![allow(unsafe_code)]
 
 use crate::connect;
+use crate::contract::{Contract, Expectation, MessageType};
 use crate::error::{ConnectError, PodError, RecvError};
 use crate::handshake::Hello;
 use crate::policy::Admission;
@@ -12,8 +13,9 @@ use crate::sys;
 use crate::topic;
 use crate::wake::{self, Slept};
 use shmcast_core::{Frame, Mode, ReadError, Reader, Start};
-use std::ops::Deref;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::ops::{ControlFlow, Deref};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Settings for a [`Subscriber`].
@@ -26,6 +28,8 @@ pub struct SubscriberBuilder {
     connect_timeout: Option<Duration>,
     handshake_timeout: Duration,
     publisher: Admission,
+    expect: Expectation,
+    directory: Option<PathBuf>,
 }
 
 impl SubscriberBuilder {
@@ -40,6 +44,8 @@ impl SubscriberBuilder {
             connect_timeout: None,
             handshake_timeout: Duration::from_secs(5),
             publisher: Admission::SameUid,
+            expect: Expectation::default(),
+            directory: None,
         }
     }
 
@@ -68,12 +74,14 @@ impl SubscriberBuilder {
     }
 
     /// Wait up to `timeout` for a publisher to appear (default: fail at once).
+    /// `Duration::MAX` waits without end.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = Some(timeout);
         self
     }
 
-    /// How long the publisher may take to answer.
+    /// How long the publisher may take to answer. Must be greater than zero
+    /// ([`connect`](Self::connect) fails with [`ConnectError::InvalidOption`] otherwise).
     pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
         self.handshake_timeout = timeout;
         self
@@ -97,6 +105,79 @@ impl SubscriberBuilder {
     /// ```
     pub fn publisher(mut self, trusted: Admission) -> Self {
         self.publisher = trusted;
+        self
+    }
+
+    /// Requires the topic to carry `message`, exactly as its publisher declared it (see
+    /// [`PublisherBuilder::declare`](crate::PublisherBuilder::declare)). Otherwise
+    /// [`connect`](Self::connect) fails with [`ConnectError::ContractMismatch`], naming both,
+    /// after dropping the connection; a type no publisher can declare (a bad name or alignment)
+    /// fails with [`ConnectError::InvalidExpectation`] before anything is sent. Default: any.
+    pub fn expect(mut self, message: MessageType) -> Self {
+        self.expect.message = Some(message);
+        self
+    }
+
+    /// Requires every message to be one `T`: the topic must declare `T`'s name (without module
+    /// paths, as [`PublisherBuilder::pod`](crate::PublisherBuilder::pod) names it), size and
+    /// alignment. See [`expect`](Self::expect).
+    ///
+    /// ```no_run
+    /// use shmcast::{ConnectError, Subscriber};
+    ///
+    /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    /// #[repr(C)]
+    /// struct Tick { seq: u64, price: f64 }
+    ///
+    /// match Subscriber::builder("ticks").expect_pod::<Tick>().connect() {
+    ///     Ok(sub) => println!("the topic carries {}", sub.contract()),
+    ///     // "topic contract mismatch: the topic carries pod "Quote" (24 bytes, align 8),
+    ///     // messages up to 262144 bytes; this subscriber expects pod "Tick" (16 bytes, align 8)"
+    ///     Err(e @ ConnectError::ContractMismatch { .. }) => eprintln!("{e}"),
+    ///     Err(e) => return Err(e.into()),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn expect_pod<T: bytemuck::Pod>(self) -> Self {
+        self.expect(MessageType::pod::<T>())
+    }
+
+    /// Requires every message to be one `T` declared under `name`
+    /// ([`PublisherBuilder::pod_named`](crate::PublisherBuilder::pod_named)). See
+    /// [`expect`](Self::expect).
+    pub fn expect_pod_named<T: bytemuck::Pod>(self, name: impl Into<String>) -> Self {
+        self.expect(MessageType::pod_named::<T>(name))
+    }
+
+    /// Requires the topic to declare schema `name` at exactly `version`. See
+    /// [`expect`](Self::expect).
+    pub fn expect_schema(self, name: impl Into<String>, version: u32) -> Self {
+        self.expect(MessageType::schema(name, version))
+    }
+
+    /// Requires the topic to allow messages of at least `bytes` (its maximum message size),
+    /// whatever its message type; [`ConnectError::ContractMismatch`] otherwise.
+    pub fn expect_max_message(mut self, bytes: usize) -> Self {
+        self.expect.max_message_at_least = Some(bytes);
+        self
+    }
+
+    /// The directory to look for a topic name's socket in, instead of `$SHMCAST_DIR`,
+    /// `$XDG_RUNTIME_DIR/shmcast/` or `/tmp/shmcast-<uid>/` (see [`TopicDir`](crate::TopicDir)):
+    /// the publisher's. An existing one must be ours and closed to group and others, or
+    /// [`connect`](Self::connect) fails with
+    /// [`TopicError::InsecureDirectory`](crate::TopicError::InsecureDirectory); a missing one
+    /// means no publisher yet. A topic that is a socket path (it contains `/`) is used as given,
+    /// wherever this points.
+    ///
+    /// ```no_run
+    /// let sub = shmcast::Subscriber::builder("ticks")
+    ///     .directory("/run/trading/topics")
+    ///     .connect()?;
+    /// # Ok::<(), shmcast::ConnectError>(())
+    /// ```
+    pub fn directory(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.directory = Some(dir.into());
         self
     }
 
@@ -167,6 +248,8 @@ pub struct Subscriber {
     spin: u32,
     demotion_reported: bool,
     parks: u64,
+    /// What the publisher declared the topic carries.
+    contract: Contract,
 }
 
 impl std::fmt::Debug for Subscriber {
@@ -194,15 +277,25 @@ impl Subscriber {
     }
 
     fn open(b: SubscriberBuilder) -> Result<Subscriber, ConnectError> {
-        let path = topic::resolve(&b.topic, false)?;
-        let sock = connect::dial(&path, b.connect_timeout, b.handshake_timeout)?;
+        if b.handshake_timeout.is_zero() {
+            return Err(ConnectError::InvalidOption {
+                option: "handshake_timeout",
+                reason: "must be greater than zero: the publisher could never answer in time",
+            });
+        }
+        b.expect
+            .validate()
+            .map_err(ConnectError::InvalidExpectation)?;
+        let topic::Resolved { path, source } =
+            topic::resolve(&b.topic, b.directory.as_deref(), false)?;
+        let sock = connect::dial(&path, source, b.connect_timeout, b.handshake_timeout)?;
         connect::check_publisher(&sock, &path, &b.publisher)?;
         let hello = Hello {
             mode: b.mode,
             start: b.start,
         };
         let welcome = connect::exchange(&sock, hello, b.handshake_timeout)?;
-        let reader = connect::attach(welcome)?;
+        let (reader, contract) = connect::attach(welcome, &b.expect)?;
         sys::net::set_nonblocking(sock.as_fd(), true)?;
         let readiness = Readiness::new(sock.as_fd())?;
         Ok(Subscriber {
@@ -215,6 +308,7 @@ impl Subscriber {
             spin: b.spin,
             demotion_reported: false,
             parks: 0,
+            contract,
         })
     }
 
@@ -265,6 +359,64 @@ impl Subscriber {
         };
         self.readiness.arm(after).map_err(RecvError::Io)?;
         Err(RecvError::Empty)
+    }
+
+    /// Receives every message until the publisher is gone, handing each to `f`, which returns
+    /// [`ControlFlow::Break`] to stop early. Returns `Ok(())` at the end of the stream or on a
+    /// break.
+    ///
+    /// A lag or a demotion does not stop the loop: they are counted in [`stats`](Self::stats)
+    /// (`lagged`, `gating`). Any other error ends it. A [`Sample`] borrows the subscriber, so this
+    /// lends each one to `f` for the duration of the call.
+    ///
+    /// ```no_run
+    /// use std::ops::ControlFlow;
+    ///
+    /// let mut sub = shmcast::Subscriber::connect("ticks")?;
+    /// let mut total = 0usize;
+    /// sub.for_each(|sample| {
+    ///     total += sample.len();
+    ///     if total > 1 << 20 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+    /// })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn for_each(
+        &mut self,
+        mut f: impl FnMut(Sample<'_>) -> ControlFlow<()>,
+    ) -> Result<(), RecvError> {
+        loop {
+            match self.recv() {
+                Ok(sample) => {
+                    if f(sample).is_break() {
+                        return Ok(());
+                    }
+                }
+                Err(RecvError::Lagged(_) | RecvError::Demoted) => {}
+                Err(RecvError::Disconnected) => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Receives every message that is ready now, without waiting, handing each to `f`; returns
+    /// how many. The shape an event loop wants once the descriptor is readable: after it
+    /// returns, the descriptor is armed (as after [`try_recv`](Self::try_recv) returned
+    /// `Empty`). Lags and a demotion are counted in [`stats`](Self::stats) and do not stop it;
+    /// the end of the stream is [`RecvError::Disconnected`], once everything was handed over.
+    pub fn for_each_ready(&mut self, mut f: impl FnMut(Sample<'_>)) -> Result<usize, RecvError> {
+        let mut n = 0;
+        loop {
+            match self.try_recv() {
+                Ok(sample) => {
+                    f(sample);
+                    n += 1;
+                }
+                Err(RecvError::Lagged(_) | RecvError::Demoted) => {}
+                Err(RecvError::Empty) => return Ok(n),
+                Err(RecvError::Disconnected) if n > 0 => return Ok(n),
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Receives the next message as a copy into `buf` (resized to fit), waiting at most
@@ -409,6 +561,12 @@ impl Subscriber {
         }
     }
 
+    /// What the publisher declared the topic carries (its message type and maximum message
+    /// size), whether or not this subscriber stated an expectation.
+    pub fn contract(&self) -> &Contract {
+        &self.contract
+    }
+
     /// Whether the publisher still gates on this subscriber.
     pub fn is_gating(&self) -> bool {
         self.reader.is_gating()
@@ -447,6 +605,14 @@ impl AsFd for Subscriber {
     /// publisher went away. Level-triggered: poll, then `try_recv` until `Empty`.
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.readiness.as_fd()
+    }
+}
+
+impl AsRawFd for Subscriber {
+    /// The descriptor of [`as_fd`](AsFd::as_fd), for APIs that take a raw one (tokio's
+    /// `AsyncFd`, C event loops). It stays owned by the subscriber: do not close it.
+    fn as_raw_fd(&self) -> RawFd {
+        self.readiness.as_fd().as_raw_fd()
     }
 }
 

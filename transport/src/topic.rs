@@ -1,23 +1,235 @@
 //! Topics: a name resolves to a unix socket in a private per-user directory, or a path is used
 //! as given.
 //!
-//! The directory is `$XDG_RUNTIME_DIR/shmcast/`, or `/tmp/shmcast-<uid>/` without it, created
-//! with mode 0700 and refused if another user owns it or others may enter it (someone else's
-//! directory could hold a hostile socket).
+//! # Where a name's socket lives
+//!
+//! In the first of these directories ([`TopicDir`], [`DirSource`]):
+//!
+//! 1. the one given to the builder ([`PublisherBuilder::directory`],
+//!    [`SubscriberBuilder::directory`]; C: the `directory` option);
+//! 2. `$SHMCAST_DIR`, which must be an absolute path (set but empty counts as unset);
+//! 3. `$XDG_RUNTIME_DIR/shmcast/`, if `XDG_RUNTIME_DIR` is an absolute path (the XDG base
+//!    directory rules ignore a relative one);
+//! 4. `/tmp/shmcast-<uid>/`.
+//!
+//! A publisher creates the directory if it is missing (mode 0700; its parent must exist).
+//! Whichever way it was chosen, an existing directory must be a directory (not a symbolic link)
+//! owned by our uid, with no permission for group or others: a directory someone else can write
+//! could hold a hostile socket under a topic's name. A topic that needs a shared directory is
+//! given as a socket path instead, and the subscriber's trust check
+//! ([`SubscriberBuilder::publisher`]) decides whom to believe there.
+//!
+//! # Failure
+//!
+//! Every error names what was wrong ([`TopicError`]): a name with other characters, a socket
+//! path longer than a unix socket address holds ([`MAX_SOCKET_PATH`] bytes), a relative
+//! `SHMCAST_DIR`, an unsafe directory, or a directory that cannot be created or inspected.
+//!
+//! [`PublisherBuilder::directory`]: crate::PublisherBuilder::directory
+//! [`SubscriberBuilder::directory`]: crate::SubscriberBuilder::directory
+//! [`SubscriberBuilder::publisher`]: crate::SubscriberBuilder::publisher
 
-use crate::error::TopicError;
 use crate::sys;
+use std::ffi::OsString;
+use std::fmt;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-/// The socket path for `topic`. With `create`, makes the topic directory if needed.
-pub(crate) fn resolve(topic: &str, create: bool) -> Result<PathBuf, TopicError> {
+/// The longest socket path in bytes: a unix socket address holds 108 bytes, and the path is
+/// stored there with the NUL that ends it. A topic name's limit is this minus its directory's
+/// length and the `/` between: 84 characters in `/run/user/1000/shmcast/`, 92 in
+/// `/tmp/shmcast-0/`.
+pub const MAX_SOCKET_PATH: usize = sys::net::SUN_PATH_LEN - 1;
+
+/// Why a topic could not be turned into a socket path.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TopicError {
+    /// Names are made of `A-Z a-z 0-9 . _ -`, at least one, and do not start with `.`; anything
+    /// with a `/` is taken as a socket path instead.
+    InvalidName(String),
+    /// The socket path is longer than a unix socket address holds.
+    PathTooLong {
+        /// The socket path.
+        path: PathBuf,
+        /// Its length in bytes.
+        len: usize,
+        /// The longest path a socket address holds: [`MAX_SOCKET_PATH`].
+        max: usize,
+    },
+    /// `SHMCAST_DIR` is set to a relative path, which processes in other working directories
+    /// would resolve elsewhere.
+    RelativeDirectory(PathBuf),
+    /// The topic directory exists but is not a directory, another user owns it, or others may
+    /// enter it.
+    InsecureDirectory {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The topic directory could not be created or inspected.
+    Io {
+        /// The directory.
+        path: PathBuf,
+        /// What the system said.
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for TopicError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TopicError::InvalidName(n) => write!(
+                f,
+                "invalid topic name {n:?}: use A-Z a-z 0-9 . _ - (not starting with '.'), or a path with '/'"
+            ),
+            TopicError::PathTooLong { path, len, max } => write!(
+                f,
+                "socket path {} is {len} bytes, more than the {max} a unix socket address holds: \
+                 use a shorter topic name or a shorter directory (SHMCAST_DIR or the `directory` option)",
+                path.display()
+            ),
+            TopicError::RelativeDirectory(dir) => write!(
+                f,
+                "SHMCAST_DIR={} is not an absolute path: processes in other working directories \
+                 would look for topics elsewhere",
+                dir.display()
+            ),
+            TopicError::InsecureDirectory { path, reason } => {
+                write!(f, "refusing topic directory {}: {reason}", path.display())
+            }
+            TopicError::Io { path, source } => {
+                write!(f, "topic directory {}: {source}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for TopicError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TopicError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// How a topic's socket path was found: the source of the directory a name resolved in, or
+/// that the topic was itself a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DirSource {
+    /// The topic contains a `/`: it is the socket path, and no directory was looked up.
+    SocketPath,
+    /// The directory given to the builder (C: the `directory` option).
+    Builder,
+    /// The `SHMCAST_DIR` environment variable.
+    ShmcastDir,
+    /// `$XDG_RUNTIME_DIR/shmcast/`.
+    XdgRuntimeDir,
+    /// `/tmp/shmcast-<uid>/`: neither `SHMCAST_DIR` nor `XDG_RUNTIME_DIR` is set.
+    Fallback,
+}
+
+impl fmt::Display for DirSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DirSource::SocketPath => "the topic is a socket path",
+            DirSource::Builder => "the topic directory given by the `directory` option",
+            DirSource::ShmcastDir => "the topic directory from SHMCAST_DIR",
+            DirSource::XdgRuntimeDir => "the topic directory from XDG_RUNTIME_DIR",
+            DirSource::Fallback => {
+                "the default topic directory, as neither SHMCAST_DIR nor XDG_RUNTIME_DIR is set"
+            }
+        })
+    }
+}
+
+/// A topic directory, and why it is the one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopicDir {
+    /// The directory.
+    pub path: PathBuf,
+    /// Where it came from.
+    pub source: DirSource,
+}
+
+impl TopicDir {
+    /// The directory topic names resolve in when no builder names one: `$SHMCAST_DIR`, else
+    /// `$XDG_RUNTIME_DIR/shmcast/`, else `/tmp/shmcast-<uid>/`. Reads only the environment:
+    /// the directory may not exist, and is not checked.
+    ///
+    /// Fails with [`TopicError::RelativeDirectory`] when `SHMCAST_DIR` is a relative path.
+    ///
+    /// ```
+    /// let dir = shmcast::TopicDir::from_env()?;
+    /// println!("topics live in {} ({})", dir.path.display(), dir.source);
+    /// # Ok::<(), shmcast::TopicError>(())
+    /// ```
+    pub fn from_env() -> Result<TopicDir, TopicError> {
+        choose(None, std::env::var_os, sys::process::getuid())
+    }
+}
+
+impl fmt::Display for TopicDir {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.path.display(), self.source)
+    }
+}
+
+/// The directory for topic names: `explicit`, else as [`TopicDir::from_env`] says, reading
+/// variables through `var`.
+fn choose(
+    explicit: Option<&Path>,
+    var: impl Fn(&'static str) -> Option<OsString>,
+    uid: u32,
+) -> Result<TopicDir, TopicError> {
+    let dir = |path: PathBuf, source| Ok(TopicDir { path, source });
+    if let Some(path) = explicit {
+        return dir(path.to_owned(), DirSource::Builder);
+    }
+    match var("SHMCAST_DIR").map(PathBuf::from) {
+        Some(path) if path.as_os_str().is_empty() => {}
+        Some(path) if path.is_absolute() => return dir(path, DirSource::ShmcastDir),
+        Some(path) => return Err(TopicError::RelativeDirectory(path)),
+        None => {}
+    }
+    match var("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(runtime) if runtime.is_absolute() => {
+            dir(runtime.join("shmcast"), DirSource::XdgRuntimeDir)
+        }
+        _ => dir(
+            PathBuf::from(format!("/tmp/shmcast-{uid}")),
+            DirSource::Fallback,
+        ),
+    }
+}
+
+/// A topic's socket path and how it was found.
+#[derive(Clone, Debug)]
+pub(crate) struct Resolved {
+    pub(crate) path: PathBuf,
+    pub(crate) source: DirSource,
+}
+
+/// The socket path for `topic`, a name resolved in `directory` (or the default directory) or a
+/// path. With `create`, makes the topic directory if needed.
+pub(crate) fn resolve(
+    topic: &str,
+    directory: Option<&Path>,
+    create: bool,
+) -> Result<Resolved, TopicError> {
     if topic.contains('/') {
-        return Ok(PathBuf::from(topic));
+        let path = PathBuf::from(topic);
+        check_len(&path)?;
+        return Ok(Resolved {
+            path,
+            source: DirSource::SocketPath,
+        });
     }
     let valid = !topic.is_empty()
-        && topic.len() <= 100
         && !topic.starts_with('.')
         && topic
             .bytes()
@@ -25,24 +237,39 @@ pub(crate) fn resolve(topic: &str, create: bool) -> Result<PathBuf, TopicError> 
     if !valid {
         return Err(TopicError::InvalidName(topic.to_owned()));
     }
-    let dir = directory();
+    let dir = choose(directory, std::env::var_os, sys::process::getuid())?;
+    let path = dir.path.join(topic);
+    check_len(&path)?;
     if create {
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir.path) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(TopicError::Io(e)),
+            Err(source) => {
+                return Err(TopicError::Io {
+                    path: dir.path,
+                    source,
+                });
+            }
         }
     }
-    check_directory(&dir)?;
-    Ok(dir.join(topic))
+    check_directory(&dir.path)?;
+    Ok(Resolved {
+        path,
+        source: dir.source,
+    })
 }
 
-/// The per-user topic directory.
-pub(crate) fn directory() -> PathBuf {
-    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        Some(runtime) if runtime.is_absolute() => runtime.join("shmcast"),
-        _ => PathBuf::from(format!("/tmp/shmcast-{}", sys::process::getuid())),
+/// Refuses a socket path that a socket address cannot hold, before anything is created.
+fn check_len(path: &Path) -> Result<(), TopicError> {
+    let len = path.as_os_str().len();
+    if len > MAX_SOCKET_PATH {
+        return Err(TopicError::PathTooLong {
+            path: path.to_owned(),
+            len,
+            max: MAX_SOCKET_PATH,
+        });
     }
+    Ok(())
 }
 
 /// A missing directory is fine (nobody published yet); an existing one must be ours and private.
@@ -50,14 +277,22 @@ fn check_directory(dir: &Path) -> Result<(), TopicError> {
     let meta = match std::fs::symlink_metadata(dir) {
         Ok(m) => m,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(TopicError::Io(e)),
+        Err(source) => {
+            return Err(TopicError::Io {
+                path: dir.to_owned(),
+                source,
+            });
+        }
     };
     let insecure = |reason: String| TopicError::InsecureDirectory {
         path: dir.to_owned(),
         reason,
     };
     if !meta.is_dir() {
-        return Err(insecure("not a directory".into()));
+        return Err(insecure(format!(
+            "it is {}, not a directory",
+            FileKind::of(meta.file_type())
+        )));
     }
     if meta.uid() != sys::process::getuid() {
         return Err(insecure(format!("owned by uid {}", meta.uid())));
@@ -71,31 +306,143 @@ fn check_directory(dir: &Path) -> Result<(), TopicError> {
     Ok(())
 }
 
+/// What kind of file occupies a path, as `lstat` sees it (a symbolic link is not followed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FileKind {
+    /// A regular file.
+    Regular,
+    /// A directory.
+    Directory,
+    /// A symbolic link (to anything, or nothing).
+    Symlink,
+    /// A named pipe.
+    Fifo,
+    /// A unix socket.
+    Socket,
+    /// A character device.
+    CharDevice,
+    /// A block device.
+    BlockDevice,
+}
+
+impl FileKind {
+    /// The kind of a file of type `t`.
+    pub(crate) fn of(t: std::fs::FileType) -> FileKind {
+        if t.is_symlink() {
+            FileKind::Symlink
+        } else if t.is_dir() {
+            FileKind::Directory
+        } else if t.is_fifo() {
+            FileKind::Fifo
+        } else if t.is_socket() {
+            FileKind::Socket
+        } else if t.is_char_device() {
+            FileKind::CharDevice
+        } else if t.is_block_device() {
+            FileKind::BlockDevice
+        } else {
+            FileKind::Regular
+        }
+    }
+}
+
+impl fmt::Display for FileKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FileKind::Regular => "a regular file",
+            FileKind::Directory => "a directory",
+            FileKind::Symlink => "a symbolic link",
+            FileKind::Fifo => "a FIFO",
+            FileKind::Socket => "a socket",
+            FileKind::CharDevice => "a character device",
+            FileKind::BlockDevice => "a block device",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn names_and_paths() {
-        assert!(
-            resolve("sensors.imu-1_a", false)
-                .unwrap()
-                .ends_with("sensors.imu-1_a")
-        );
-        assert_eq!(
-            resolve("/x/y.sock", false).unwrap(),
-            PathBuf::from("/x/y.sock")
-        );
-        for bad in ["", ".hidden", "a b", "a\0b", &"x".repeat(101)] {
+        let dir = Path::new("/d");
+        let named = resolve("sensors.imu-1_a", Some(dir), false).unwrap();
+        assert_eq!(named.path, PathBuf::from("/d/sensors.imu-1_a"));
+        assert_eq!(named.source, DirSource::Builder);
+        let given = resolve("/x/y.sock", Some(dir), false).unwrap();
+        assert_eq!(given.path, PathBuf::from("/x/y.sock"));
+        assert_eq!(given.source, DirSource::SocketPath);
+        for bad in ["", ".hidden", "a b", "a\0b", "é"] {
             assert!(
-                matches!(resolve(bad, false), Err(TopicError::InvalidName(_))),
+                matches!(resolve(bad, None, false), Err(TopicError::InvalidName(_))),
                 "{bad:?}"
             );
         }
     }
 
     #[test]
-    fn refuses_an_open_directory() {
+    fn the_socket_path_limit_counts_the_directory() {
+        assert_eq!(MAX_SOCKET_PATH, 107);
+        let dir = Path::new("/run/user/1000/shmcast");
+        let fits = "n".repeat(MAX_SOCKET_PATH - dir.as_os_str().len() - 1);
+        assert_eq!(fits.len(), 84);
+        assert_eq!(
+            resolve(&fits, Some(dir), false)
+                .unwrap()
+                .path
+                .as_os_str()
+                .len(),
+            MAX_SOCKET_PATH
+        );
+        let long = format!("{fits}n");
+        let Err(TopicError::PathTooLong { path, len, max }) = resolve(&long, Some(dir), false)
+        else {
+            panic!("a name one byte too long is refused")
+        };
+        assert_eq!((path, len, max), (dir.join(&long), 108, 107));
+    }
+
+    #[test]
+    fn directory_precedence() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| OsString::from(v))
+            }
+        };
+        let both = env(&[("SHMCAST_DIR", "/s"), ("XDG_RUNTIME_DIR", "/x")]);
+        let pick = |explicit, var: &dyn Fn(&str) -> Option<OsString>| {
+            let d = choose(explicit, var, 7).unwrap();
+            (d.path, d.source)
+        };
+        let p = PathBuf::from;
+        assert_eq!(
+            pick(Some(Path::new("b")), &both),
+            (p("b"), DirSource::Builder)
+        );
+        assert_eq!(pick(None, &both), (p("/s"), DirSource::ShmcastDir));
+        let xdg = env(&[("SHMCAST_DIR", ""), ("XDG_RUNTIME_DIR", "/x")]);
+        assert_eq!(
+            pick(None, &xdg),
+            (p("/x/shmcast"), DirSource::XdgRuntimeDir)
+        );
+        let relative_xdg = env(&[("XDG_RUNTIME_DIR", "x")]);
+        assert_eq!(
+            pick(None, &relative_xdg),
+            (p("/tmp/shmcast-7"), DirSource::Fallback)
+        );
+        let relative = env(&[("SHMCAST_DIR", "topics"), ("XDG_RUNTIME_DIR", "/x")]);
+        assert!(matches!(
+            choose(None, relative, 7),
+            Err(TopicError::RelativeDirectory(d)) if d == Path::new("topics")
+        ));
+    }
+
+    #[test]
+    fn refuses_an_open_directory_and_a_link() {
         let dir = std::env::temp_dir().join(format!("shmcast-topic-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
@@ -107,6 +454,15 @@ mod tests {
         std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .unwrap();
         check_directory(&dir).unwrap();
+        let link = dir.with_extension("link");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        let err = check_directory(&link).unwrap_err().to_string();
+        assert!(
+            err.contains("it is a symbolic link, not a directory"),
+            "{err}"
+        );
+        std::fs::remove_file(&link).unwrap();
         std::fs::remove_dir(&dir).unwrap();
     }
 }

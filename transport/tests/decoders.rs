@@ -1,12 +1,16 @@
 //! The handshake decoders against every truncation and extension of valid packets, every header
-//! fault, and a few hundred thousand random and mutated packets: each input gives a message or a
-//! typed error, never a panic, and an accepted message re-encodes to the bytes received (a
+//! fault, every value of the WELCOME's contract fields (message kind, alignment, names that are
+//! empty, too long, not UTF-8 or hold control characters, a name length that disagrees with the
+//! packet), and a few hundred thousand random and mutated packets: each input gives a message or
+//! a typed error, never a panic, and an accepted message re-encodes to the bytes received (a
 //! REFUSE's text excepted: it is only shown, so it is decoded lossily and may be shortened).
 
 mod common;
 
+use shmcast::MAX_CONTRACT_NAME;
 use shmcast::test_support::{
-    check_decoders as check, decode_hello, decode_reply, sample_hellos, sample_replies,
+    check_decoders as check, decode_hello, decode_reply, encode_welcome_raw, sample_hellos,
+    sample_replies,
 };
 use shmcast_core::testing::Rng;
 
@@ -117,6 +121,104 @@ fn hello_fields_accept_exactly_the_defined_values() {
     }
 }
 
+/// A WELCOME with raw contract fields (see `encode_welcome_raw`).
+fn welcome(message: u8, a: u32, b: u32, name: &[u8]) -> Vec<u8> {
+    encode_welcome_raw(4096 + 512, 512, message, a, b, name)
+}
+
+/// A valid `b` for `message`: a Pod alignment, or zero.
+fn align_of(message: u8) -> u32 {
+    if message == 2 { 4 } else { 0 }
+}
+
+fn field(name: &str) -> Result<Vec<u8>, String> {
+    Err(format!("Field({name:?})"))
+}
+
+#[test]
+fn welcome_contract_fields_accept_exactly_the_defined_values() {
+    for message in 0..=255u8 {
+        // (a, b, name, then what message kinds 0, 1 and 2 make of them)
+        let cases: [(u32, u32, &[u8], [&str; 3]); 3] = [
+            (0, 0, b"", ["ok", "name", "name"]),
+            (7, 0, b"Tick", ["name", "ok", "align"]),
+            (16, 8, b"Tick", ["name", "reserved", "ok"]),
+        ];
+        for (a, b, name, outcomes) in cases {
+            let p = welcome(message, a, b, name);
+            let expected = match outcomes.get(message as usize) {
+                Some(&"ok") => Ok(p.clone()),
+                Some(f) => field(f),
+                None => field("message"),
+            };
+            assert_eq!(
+                decode_reply(&p),
+                expected,
+                "message {message}, {a} {b} {name:?}"
+            );
+            check(&p);
+        }
+    }
+    for align in 0..=64u32 {
+        let p = welcome(2, 64, align, b"Tick");
+        let expected = match align {
+            1 | 2 | 4 | 8 | 16 => Ok(p.clone()),
+            _ => field("align"),
+        };
+        assert_eq!(decode_reply(&p), expected, "align {align}");
+    }
+    for b in [1, 2, u32::MAX] {
+        assert_eq!(decode_reply(&welcome(1, 3, b, b"s")), field("reserved"));
+        assert_eq!(decode_reply(&welcome(0, 0, b, b"")), field("reserved"));
+    }
+    // Every name length a packet can carry: 1 to MAX_CONTRACT_NAME bytes are names.
+    for len in 0..=(256 - 40) {
+        for message in [1, 2] {
+            let p = welcome(message, 4, align_of(message), &vec![b'n'; len]);
+            let valid = (1..=MAX_CONTRACT_NAME).contains(&len);
+            let expected = if valid { Ok(p.clone()) } else { field("name") };
+            assert_eq!(decode_reply(&p), expected, "a name of {len} bytes");
+            check(&p);
+        }
+    }
+    // Not UTF-8, or holding a control character, anywhere in the name.
+    let mut rng = Rng(0x5eed_dec0_0000_0003);
+    let bad: [&[u8]; 6] = [
+        b"\xff",
+        b"\xc3",
+        b"\xe2\x82",
+        b"\xed\xa0\x80",
+        b"\n",
+        b"\xc2\x85",
+    ];
+    for piece in bad {
+        for at in 0..8 {
+            let mut name = rng
+                .bytes(8)
+                .iter()
+                .map(|b| b'a' + b % 26)
+                .collect::<Vec<u8>>();
+            name.splice(at..at, piece.iter().copied());
+            for message in [1, 2] {
+                let p = welcome(message, 4, align_of(message), &name);
+                assert_eq!(decode_reply(&p), field("name"), "{name:?}");
+                check(&p);
+            }
+        }
+    }
+    for c in (0..32u8).chain([127]) {
+        assert_eq!(decode_reply(&welcome(1, 1, 0, &[b'a', c])), field("name"));
+    }
+    assert!(decode_reply(&welcome(1, 1, 0, "é✓".as_bytes())).is_ok());
+    // A name length that disagrees with the packet.
+    let good = welcome(2, 16, 8, b"Tick");
+    for name_len in (0..=u16::MAX).filter(|&n| n != 4) {
+        let mut p = good.clone();
+        p[30..32].copy_from_slice(&name_len.to_le_bytes());
+        assert_eq!(decode_reply(&p), Err(format!("Length({})", p.len())));
+    }
+}
+
 #[test]
 fn random_and_mutated_packets_give_a_message_or_a_typed_error() {
     let samples = samples();
@@ -162,6 +264,14 @@ fn random_and_mutated_packets_give_a_message_or_a_typed_error() {
                     0xff,
                 );
                 p = q;
+            }
+            // A WELCOME's name length disagreeing with its name.
+            6 if kind(&p) == 2 => {
+                let len = rng.below(MAX_CONTRACT_NAME as u64 + 40) as u16;
+                p[30..32].copy_from_slice(&len.to_le_bytes());
+                if rng.below(2) == 0 {
+                    p.resize(40 + len as usize, b'n');
+                }
             }
             // Truncated or extended.
             6 => {

@@ -77,7 +77,7 @@ static void bad_arguments(const char *prefix) {
     EXPECT(shmcast_publisher_create(topic(prefix, "x"), &popts, &pub), SHMCAST_EINVAL);
     EXPECT_TRUE(strstr(shmcast_last_error_message(), "initialised") != NULL);
     shmcast_publisher_options_init(&popts);
-    popts.reserved[3] = 1;
+    popts.reserved[0] = 1;
     EXPECT(shmcast_publisher_create(topic(prefix, "x"), &popts, &pub), SHMCAST_EINVAL);
     shmcast_publisher_options_init(&popts);
     popts.capacity = 1000;

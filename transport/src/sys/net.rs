@@ -18,6 +18,11 @@ use super::retry_eintr;
 /// Pending connections a listening socket queues before `connect` blocks.
 const LISTEN_BACKLOG: i32 = 128;
 
+/// Bytes in a unix socket address's path (`sizeof(sockaddr_un.sun_path)`: 108 on Linux), which
+/// holds a socket path and, by every tool's convention, the NUL that ends it.
+pub(crate) const SUN_PATH_LEN: usize =
+    size_of::<libc::sockaddr_un>() - size_of::<libc::sa_family_t>();
+
 /// `socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)`—Creates an unconnected packet socket.
 pub(crate) fn seqpacket_socket() -> io::Result<OwnedFd> {
     Ok(rustix::net::socket_with(
