@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
     long count = argc > 2 ? atol(argv[2]) : 10;
     long interval_ms = argc > 3 ? atol(argv[3]) : 100;
     long i;
-    int rc, waited;
+    int rc;
 
     if (argc < 2) {
         fprintf(stderr, "usage: %s TOPIC [COUNT] [INTERVAL_MS]\n", argv[0]);
@@ -47,12 +47,9 @@ int main(int argc, char **argv) {
 
     /* Messages published before anyone subscribes are only seen by late joiners that start
      * from the oldest message: wait up to 10 s for a first subscriber. */
-    for (waited = 0; waited < 1000; waited++) {
-        shmcast_publisher_get_stats(pub, &stats);
-        if (stats.subscribers > 0) {
-            break;
-        }
-        sleep_ms(10);
+    rc = shmcast_publisher_wait_for_subscribers(pub, 1, 10000);
+    if (rc != SHMCAST_OK && rc != SHMCAST_ETIMEDOUT) {
+        return fail("wait_for_subscribers", rc);
     }
 
     for (i = 0; i < count; i++) {

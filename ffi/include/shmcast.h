@@ -258,7 +258,9 @@ typedef struct shmcast_publisher_options {
     size_t admit_uid_count;
     /**
      * Milliseconds a blocking loan waits on a stalled gating subscriber before demoting it to
-     * lossy and going on. Default -1: never demote (wait as long as the loan's own timeout).
+     * lossy and going on. Default 5000 (the Rust API's `DEFAULT_STALL_BOUND`), so that one
+     * stopped subscriber cannot freeze the publisher forever; -1: never demote (wait as long as
+     * the loan's own timeout), an explicit choice.
      */
     int64_t stall_bound_ms;
     /**
@@ -838,6 +840,25 @@ int shmcast_publisher_subscribers(struct shmcast_publisher *pub,
                                   struct shmcast_subscriber_info *out,
                                   size_t cap,
                                   size_t *count);
+
+/**
+ * Waits until at least `n` subscribers are connected: at most `timeout_ms` milliseconds (-1
+ * without limit, 0 only looks). Messages published before a subscriber connects never reach
+ * it: call this before the first message when every subscriber must see the whole stream.
+ *
+ * Errors: `SHMCAST_EINVAL` (null `pub`, `timeout_ms < -1`), `SHMCAST_EBUSY` (a loan is
+ * outstanding), `SHMCAST_ETIMEDOUT` (fewer than `n` connected in time; the message says how
+ * many were).
+ *
+ * Threads: callable from any thread, but not concurrently with another call on the same
+ * handle.
+ *
+ * # Safety
+ *
+ * `pub` is `NULL` or a live handle from `shmcast_publisher_create`, not in use by another
+ * thread.
+ */
+int shmcast_publisher_wait_for_subscribers(struct shmcast_publisher *pub, size_t n, int timeout_ms);
 
 /**
  * Connects to the publisher of `topic` (a name or a socket path, as for

@@ -57,7 +57,9 @@ pub struct shmcast_publisher_options {
     /// Number of entries in `admit_uids`.
     pub admit_uid_count: usize,
     /// Milliseconds a blocking loan waits on a stalled gating subscriber before demoting it to
-    /// lossy and going on. Default -1: never demote (wait as long as the loan's own timeout).
+    /// lossy and going on. Default 5000 (the Rust API's `DEFAULT_STALL_BOUND`), so that one
+    /// stopped subscriber cannot freeze the publisher forever; -1: never demote (wait as long as
+    /// the loan's own timeout), an explicit choice.
     pub stall_bound_ms: i64,
     /// Milliseconds a connecting client may take to send its request before it is dropped
     /// (at least 1). Default: 2000.
@@ -107,7 +109,7 @@ impl Default for shmcast_publisher_options {
             max_message: 0,
             admit_uids: std::ptr::null(),
             admit_uid_count: 0,
-            stall_bound_ms: -1,
+            stall_bound_ms: shmcast_transport::DEFAULT_STALL_BOUND.as_millis() as i64,
             handshake_timeout_ms: 2000,
             max_pending_handshakes: 64,
             max_subscribers: 0,

@@ -12,7 +12,7 @@
 //! so C callers are told to publish promptly. The lock is a futex on Linux, with no owning
 //! thread: a loan may be finished on another thread than the one that took it.
 
-use crate::error::{Failure, guard, guard_value};
+use crate::error::{Failure, SHMCAST_ETIMEDOUT, guard, guard_value};
 use crate::options::{
     SHMCAST_MODE_GATING, SHMCAST_MODE_LOSSY, Wait, publisher_builder, shmcast_publisher_options,
     topic_arg,
@@ -488,5 +488,40 @@ pub unsafe extern "C" fn shmcast_publisher_subscribers(
         // SAFETY: `count` is non-null and writable (caller's promise).
         unsafe { count.write(subscribers.len()) };
         Ok(())
+    })
+}
+
+/// Waits until at least `n` subscribers are connected: at most `timeout_ms` milliseconds (-1
+/// without limit, 0 only looks). Messages published before a subscriber connects never reach
+/// it: call this before the first message when every subscriber must see the whole stream.
+///
+/// Errors: `SHMCAST_EINVAL` (null `pub`, `timeout_ms < -1`), `SHMCAST_EBUSY` (a loan is
+/// outstanding), `SHMCAST_ETIMEDOUT` (fewer than `n` connected in time; the message says how
+/// many were).
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `pub` is `NULL` or a live handle from `shmcast_publisher_create`, not in use by another
+/// thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_publisher_wait_for_subscribers(
+    r#pub: *mut shmcast_publisher,
+    n: usize,
+    timeout_ms: c_int,
+) -> c_int {
+    guard(|| {
+        // SAFETY: the caller promises null or a live handle used by this thread only.
+        let p = unsafe { handle(r#pub) }?.idle()?;
+        let timeout = match Wait::from_ms(timeout_ms)? {
+            Wait::Never => std::time::Duration::ZERO,
+            Wait::Forever => std::time::Duration::MAX,
+            Wait::For(t) => t,
+        };
+        p.wait_for_subscribers(n, timeout)
+            .map(drop)
+            .map_err(|e| Failure::new(SHMCAST_ETIMEDOUT, e))
     })
 }

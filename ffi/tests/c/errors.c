@@ -222,8 +222,15 @@ static void one_loan_one_sample(const char *prefix) {
     EXPECT_TRUE(second == NULL);
     path = shmcast_publisher_path(pub);
     EXPECT_TRUE(path != NULL && strstr(path, "main") != NULL);
+    EXPECT_TRUE(popts.stall_bound_ms == 5000);
+    EXPECT(shmcast_publisher_wait_for_subscribers(NULL, 1, 0), SHMCAST_EINVAL);
+    EXPECT(shmcast_publisher_wait_for_subscribers(pub, 1, -2), SHMCAST_EINVAL);
+    EXPECT(shmcast_publisher_wait_for_subscribers(pub, 1, 20), SHMCAST_ETIMEDOUT);
+    EXPECT_TRUE(strstr(shmcast_last_error_message(), "(0 connected)") != NULL);
+    CHECK_OK(shmcast_publisher_wait_for_subscribers(pub, 0, 0));
 
     CHECK_OK(shmcast_subscriber_connect(topic(prefix, "main"), NULL, &sub));
+    CHECK_OK(shmcast_publisher_wait_for_subscribers(pub, 1, -1));
     EXPECT_TRUE(shmcast_subscriber_fd(sub) >= 0);
     EXPECT(shmcast_subscriber_recv(sub, 0, NULL), SHMCAST_EINVAL);
     EXPECT(shmcast_subscriber_recv(sub, -2, &sample), SHMCAST_EINVAL);
