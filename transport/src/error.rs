@@ -570,7 +570,9 @@ pub enum RecvError {
     /// The publisher is gone and every message it committed has been received.
     Disconnected,
     /// This gating subscriber stalled past the publisher's stall bound and now receives as a
-    /// lossy one (reported once; the next receive may report `Lagged`).
+    /// lossy one (reported once; the next receive may report `Lagged`). It stays lossy for the
+    /// rest of its connection: a program that needs every message again connects anew (a new
+    /// subscriber is gating from its first message on) and resynchronises from its own state.
     Demoted,
     /// The publisher evicted this subscriber.
     Evicted,
