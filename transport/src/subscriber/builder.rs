@@ -1,0 +1,181 @@
+//! The subscriber's settings: topic, mode, start, waits, whom to trust, what to expect, where
+//! to look.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use shmcast_core::{Mode, Start};
+
+use super::Subscriber;
+use crate::contract::{Expectation, MessageType};
+use crate::error::ConnectError;
+use crate::policy::Admission;
+
+/// Settings for a [`Subscriber`].
+#[derive(Clone, Debug)]
+pub struct SubscriberBuilder {
+    pub(super) topic: String,
+    pub(super) mode: Mode,
+    pub(super) start: Start,
+    pub(super) spin: u32,
+    pub(super) connect_timeout: Option<Duration>,
+    pub(super) handshake_timeout: Duration,
+    pub(super) publisher: Admission,
+    pub(super) expect: Expectation,
+    pub(super) directory: Option<PathBuf>,
+}
+
+impl SubscriberBuilder {
+    /// Defaults: gating, start at the newest message, no spinning, fail at once if no publisher
+    /// exists, 5 s handshake timeout, trust only a publisher of our own uid.
+    pub fn new(topic: impl Into<String>) -> Self {
+        SubscriberBuilder {
+            topic: topic.into(),
+            mode: Mode::Gating,
+            start: Start::Newest,
+            spin: 0,
+            connect_timeout: None,
+            handshake_timeout: Duration::from_secs(5),
+            publisher: Admission::SameUid,
+            expect: Expectation::default(),
+            directory: None,
+        }
+    }
+
+    /// Gating (reliable, may slow the publisher) or lossy (never slows it).
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Shorthand for `mode(Mode::Lossy)`.
+    pub fn lossy(self) -> Self {
+        self.mode(Mode::Lossy)
+    }
+
+    /// Start with the next message (default) or with the oldest still in the ring.
+    pub fn start(mut self, start: Start) -> Self {
+        self.start = start;
+        self
+    }
+
+    /// How many times a blocking receive polls before parking. Only worth it with fewer
+    /// spinning subscribers than idle cores.
+    pub fn spin(mut self, polls: u32) -> Self {
+        self.spin = polls;
+        self
+    }
+
+    /// Wait up to `timeout` for a publisher to appear (default: fail at once).
+    /// `Duration::MAX` waits without end.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// How long the publisher may take to answer. Must be greater than zero
+    /// ([`connect`](Self::connect) fails with [`ConnectError::InvalidOption`] otherwise).
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// Which publishers to trust: the uid of the process serving the socket (`SO_PEERCRED`) is
+    /// checked right after connecting, before anything is sent or received, and any other uid
+    /// is [`ConnectError::UntrustedPublisher`]. Default [`Admission::SameUid`]: our own uid.
+    ///
+    /// A named topic lives in our own private directory, so only a process of our uid (or root)
+    /// can serve it; a topic given as a path can lie in a directory that others may write, where
+    /// anyone could have bound the socket. Trust a service account's publisher by its uid:
+    ///
+    /// ```no_run
+    /// use shmcast::{Admission, Subscriber};
+    ///
+    /// let sub = Subscriber::builder("/run/sensors/imu.sock")
+    ///     .publisher(Admission::Uids(vec![998]))
+    ///     .connect()?;
+    /// # Ok::<(), shmcast::ConnectError>(())
+    /// ```
+    pub fn publisher(mut self, trusted: Admission) -> Self {
+        self.publisher = trusted;
+        self
+    }
+
+    /// Requires the topic to carry `message`, exactly as its publisher declared it (see
+    /// [`PublisherBuilder::declare`](crate::PublisherBuilder::declare)). Otherwise
+    /// [`connect`](Self::connect) fails with [`ConnectError::ContractMismatch`], naming both,
+    /// after dropping the connection; a type no publisher can declare (a bad name or alignment)
+    /// fails with [`ConnectError::InvalidExpectation`] before anything is sent. Default: any.
+    pub fn expect(mut self, message: MessageType) -> Self {
+        self.expect.message = Some(message);
+        self
+    }
+
+    /// Requires every message to be one `T`: the topic must declare `T`'s name (without module
+    /// paths, as [`PublisherBuilder::pod`](crate::PublisherBuilder::pod) names it), size and
+    /// alignment. See [`expect`](Self::expect).
+    ///
+    /// ```no_run
+    /// use shmcast::{ConnectError, Subscriber};
+    ///
+    /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    /// #[repr(C)]
+    /// struct Tick { seq: u64, price: f64 }
+    ///
+    /// match Subscriber::builder("ticks").expect_pod::<Tick>().connect() {
+    ///     Ok(sub) => println!("the topic carries {}", sub.contract()),
+    ///     // "topic contract mismatch: the topic carries pod "Quote" (24 bytes, align 8),
+    ///     // messages up to 262144 bytes; this subscriber expects pod "Tick" (16 bytes, align 8)"
+    ///     Err(e @ ConnectError::ContractMismatch { .. }) => eprintln!("{e}"),
+    ///     Err(e) => return Err(e.into()),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn expect_pod<T: bytemuck::Pod>(self) -> Self {
+        self.expect(MessageType::pod::<T>())
+    }
+
+    /// Requires every message to be one `T` declared under `name`
+    /// ([`PublisherBuilder::pod_named`](crate::PublisherBuilder::pod_named)). See
+    /// [`expect`](Self::expect).
+    pub fn expect_pod_named<T: bytemuck::Pod>(self, name: impl Into<String>) -> Self {
+        self.expect(MessageType::pod_named::<T>(name))
+    }
+
+    /// Requires the topic to declare schema `name` at exactly `version`. See
+    /// [`expect`](Self::expect).
+    pub fn expect_schema(self, name: impl Into<String>, version: u32) -> Self {
+        self.expect(MessageType::schema(name, version))
+    }
+
+    /// Requires the topic to allow messages of at least `bytes` (its maximum message size),
+    /// whatever its message type; [`ConnectError::ContractMismatch`] otherwise.
+    pub fn expect_max_message(mut self, bytes: usize) -> Self {
+        self.expect.max_message_at_least = Some(bytes);
+        self
+    }
+
+    /// The directory to look for a topic name's socket in, instead of `$SHMCAST_DIR`,
+    /// `$XDG_RUNTIME_DIR/shmcast/` or `/tmp/shmcast-<uid>/` (see [`TopicDir`](crate::TopicDir)):
+    /// the publisher's. An existing one must be ours and closed to group and others, or
+    /// [`connect`](Self::connect) fails with
+    /// [`TopicError::InsecureDirectory`](crate::TopicError::InsecureDirectory); a missing one
+    /// means no publisher yet. A topic that is a socket path (it contains `/`) is used as given,
+    /// wherever this points.
+    ///
+    /// ```no_run
+    /// let sub = shmcast::Subscriber::builder("ticks")
+    ///     .directory("/run/trading/topics")
+    ///     .connect()?;
+    /// # Ok::<(), shmcast::ConnectError>(())
+    /// ```
+    pub fn directory(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.directory = Some(dir.into());
+        self
+    }
+
+    /// Connects.
+    pub fn connect(self) -> Result<Subscriber, ConnectError> {
+        Subscriber::open(self)
+    }
+}
