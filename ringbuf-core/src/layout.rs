@@ -215,8 +215,6 @@ pub struct RingConfig {
 pub enum ConfigError {
     /// Capacity is not a power of two in `MIN_CAPACITY..=MAX_CAPACITY`.
     Capacity(u64),
-    /// The largest payload is zero: only empty messages could ever be sent.
-    ZeroMaxPayload,
     /// Two frames of the largest payload must fit in the data area.
     MaxPayload {
         /// The requested maximum payload.
@@ -233,9 +231,6 @@ impl fmt::Display for ConfigError {
                 f,
                 "ring capacity {c} is not a power of two between {MIN_CAPACITY} and {MAX_CAPACITY}"
             ),
-            ConfigError::ZeroMaxPayload => {
-                f.write_str("maximum payload 0 allows only empty messages: use at least 1")
-            }
             ConfigError::MaxPayload { max_payload, limit } => write!(
                 f,
                 "maximum payload {max_payload} is too large for the ring (at most {limit}: two frames must fit)"
@@ -251,9 +246,6 @@ impl RingConfig {
     pub fn new(capacity: u64, max_payload: u64) -> Result<RingConfig, ConfigError> {
         if !capacity.is_power_of_two() || !(MIN_CAPACITY..=MAX_CAPACITY).contains(&capacity) {
             return Err(ConfigError::Capacity(capacity));
-        }
-        if max_payload == 0 {
-            return Err(ConfigError::ZeroMaxPayload);
         }
         let limit = Self::payload_limit(capacity);
         if max_payload > limit {

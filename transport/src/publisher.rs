@@ -290,6 +290,12 @@ impl Publisher {
                 reason: "must be greater than zero: a zero timeout would refuse every subscriber",
             });
         }
+        if b.max_message == Some(0) {
+            return Err(BindError::InvalidOption {
+                option: "max_message",
+                reason: "must be at least 1: a maximum of 0 allows only empty messages",
+            });
+        }
         let max = b
             .max_message
             .unwrap_or((b.capacity / 4).min(RingConfig::payload_limit(b.capacity)));

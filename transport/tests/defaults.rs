@@ -11,7 +11,6 @@ use common::{FdGuard, until};
 use shmcast::{
     BindError, ConnectError, DEFAULT_STALL_BOUND, LoanError, Publisher, RecvError, Subscriber,
 };
-use shmcast_core::ConfigError;
 use std::ops::ControlFlow;
 use std::os::fd::{AsFd, AsRawFd};
 use std::time::Duration;
@@ -55,12 +54,18 @@ fn zero_max_message_is_refused() {
         .bind()
         .unwrap_err();
     assert!(
-        matches!(err, BindError::Config(ConfigError::ZeroMaxPayload)),
+        matches!(
+            err,
+            BindError::InvalidOption {
+                option: "max_message",
+                ..
+            }
+        ),
         "{err:?}"
     );
     assert_eq!(
         err.to_string(),
-        "maximum payload 0 allows only empty messages: use at least 1"
+        "max_message: must be at least 1: a maximum of 0 allows only empty messages"
     );
 }
 
