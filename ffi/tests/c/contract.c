@@ -6,37 +6,7 @@
  *
  * usage: contract TOPIC_PREFIX RUST_TOPIC */
 #include "common.h"
-
-static int checks = 0;
-
-#define EXPECT(call, code)                                                                        \
-    do {                                                                                          \
-        int expect_rc_ = (call);                                                                  \
-        checks++;                                                                                 \
-        if (expect_rc_ != (code)) {                                                               \
-            fprintf(stderr, "%s:%d: %s returned %d (%s: %s), expected %s\n", __FILE__,           \
-                    __LINE__, #call, expect_rc_, shmcast_strerror(expect_rc_),                    \
-                    shmcast_last_error_message(), #code);                                         \
-            exit(3);                                                                              \
-        }                                                                                         \
-    } while (0)
-
-#define EXPECT_TRUE(cond)                                                                         \
-    do {                                                                                          \
-        checks++;                                                                                 \
-        if (!(cond)) {                                                                            \
-            FAIL("expected %s", #cond);                                                           \
-        }                                                                                         \
-    } while (0)
-
-/* The last error message contains `needle`. */
-#define EXPECT_MESSAGE(needle)                                                                    \
-    do {                                                                                          \
-        checks++;                                                                                 \
-        if (strstr(shmcast_last_error_message(), (needle)) == NULL) {                             \
-            FAIL("error message \"%s\" lacks \"%s\"", shmcast_last_error_message(), (needle));    \
-        }                                                                                         \
-    } while (0)
+#include "expect.h"
 
 typedef struct {
     uint64_t seq;

@@ -5,33 +5,12 @@
  *
  * usage: errors TOPIC_PREFIX */
 #include "common.h"
+#include "expect.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
-
-static int checks = 0;
-
-#define EXPECT(call, code)                                                                        \
-    do {                                                                                          \
-        int expect_rc_ = (call);                                                                  \
-        checks++;                                                                                 \
-        if (expect_rc_ != (code)) {                                                               \
-            fprintf(stderr, "%s:%d: %s returned %d (%s: %s), expected %s\n", __FILE__,           \
-                    __LINE__, #call, expect_rc_, shmcast_strerror(expect_rc_),                    \
-                    shmcast_last_error_message(), #code);                                         \
-            exit(3);                                                                              \
-        }                                                                                         \
-    } while (0)
-
-#define EXPECT_TRUE(cond)                                                                         \
-    do {                                                                                          \
-        checks++;                                                                                 \
-        if (!(cond)) {                                                                            \
-            FAIL("expected %s", #cond);                                                           \
-        }                                                                                         \
-    } while (0)
 
 static char topic_buf[256];
 

@@ -6,31 +6,10 @@
  *
  * usage: topics SCRATCH_DIR (an empty directory of this process's uid, mode 0700) */
 #include "common.h"
+#include "expect.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int checks = 0;
-
-#define EXPECT(call, code)                                                                        \
-    do {                                                                                          \
-        int expect_rc_ = (call);                                                                  \
-        checks++;                                                                                 \
-        if (expect_rc_ != (code)) {                                                               \
-            fprintf(stderr, "%s:%d: %s returned %d (%s: %s), expected %s\n", __FILE__,           \
-                    __LINE__, #call, expect_rc_, shmcast_strerror(expect_rc_),                    \
-                    shmcast_last_error_message(), #code);                                         \
-            exit(3);                                                                              \
-        }                                                                                         \
-    } while (0)
-
-#define EXPECT_TRUE(cond)                                                                         \
-    do {                                                                                          \
-        checks++;                                                                                 \
-        if (!(cond)) {                                                                            \
-            FAIL("expected %s (last error: %s)", #cond, shmcast_last_error_message());            \
-        }                                                                                         \
-    } while (0)
 
 /* Writes `dir/name` into `out`, failing if it does not fit. */
 static void join(char *out, size_t size, const char *dir, const char *name) {
