@@ -203,6 +203,66 @@ fn static_library(r: Runner) {
     got.assert_success();
 }
 
+/// The struct the C program declares as `Tick`.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Tick {
+    seq: u64,
+    price: f64,
+}
+
+/// C publishers declare a type and a schema, C subscribers match, mismatch (each field) and
+/// read the declaration; bad declarations and expectations are `SHMCAST_EINVAL`. Then a C
+/// subscriber expecting the C `Tick` meets a Rust publisher of `pod::<Tick>()`.
+fn contract(r: Runner) {
+    let rust_topic = r.topic("contract-rust");
+    let mut publisher = Publisher::builder(&rust_topic)
+        .pod::<Tick>()
+        .bind()
+        .unwrap();
+    let mut c = r.spawn(
+        &compile("contract", Link::Shared),
+        &[&r.topic("contract"), &rust_topic],
+    );
+    c.expect_line("connected");
+    c.wait_for("the C subscriber admitted", || {
+        publisher.subscriber_count() == 1
+    });
+    publisher
+        .send_pod(&Tick {
+            seq: 42,
+            price: 2.5,
+        })
+        .unwrap();
+    let got = c.wait();
+    got.assert_success();
+    assert!(
+        got.stdout.contains("tick seq=42 price_x10=25"),
+        "{}",
+        got.stdout
+    );
+    assert!(got.stdout.contains("checks passed"), "{}", got.stdout);
+    // The C subscriber refused for expecting "app::Tick" left; the matching one is gone too.
+    drop(publisher);
+}
+
+/// A publisher refuses to replace a regular file, a FIFO, a symbolic link or a directory
+/// (`SHMCAST_EEXIST`); socket paths over the limit and missing directories are `SHMCAST_ETOPIC`
+/// naming the path; the `directory` option and `SHMCAST_DIR` choose where both sides look, and
+/// `SHMCAST_ENOPUBLISHER` says where and why.
+fn topic_paths(r: Runner) {
+    let dir = std::env::temp_dir().join(r.topic("topics"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let got = r
+        .spawn(&compile("topics", Link::Shared), &[dir.to_str().unwrap()])
+        .wait();
+    got.assert_success();
+    assert!(got.stdout.contains("checks passed"), "{}", got.stdout);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 macro_rules! scenarios {
     ($($name:ident),* $(,)?) => {
         mod native {
@@ -241,6 +301,8 @@ scenarios!(
     drain_after_publisher_exit,
     lossy_subscriber_lag_count,
     static_library,
+    contract,
+    topic_paths,
 );
 
 /// `shmcast.pc.in`, filled in for the build tree, gives pkg-config flags that build and link a
