@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use shmcast_core::{CONTROL_BLOCK_LEN, HEADER_LEN, Reader, layout};
 
 use crate::contract::{Contract, Expectation, InvalidContract, MessageType};
+use crate::deadline;
 use crate::error::{ConnectError, ProtocolError};
 use crate::handshake::{self, Hello, RefuseReason, Reply};
 use crate::policy::Admission;
@@ -45,12 +46,7 @@ pub(crate) fn dial(
     wait: Option<Duration>,
     step: Duration,
 ) -> Result<OwnedFd, ConnectError> {
-    // A wait too long for the clock (`Duration::MAX`) is a wait without end, not none.
-    let deadline = wait.map(|t| {
-        let now = Instant::now();
-        now.checked_add(t)
-            .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 60 * 60))
-    });
+    let deadline = wait.map(deadline::after);
     let mut backoff = Duration::from_millis(1);
     loop {
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));

@@ -135,6 +135,7 @@
 mod claim;
 mod connect;
 mod contract;
+mod deadline;
 mod error;
 mod handshake;
 mod loan;

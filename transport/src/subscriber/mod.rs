@@ -9,6 +9,7 @@ pub use builder::SubscriberBuilder;
 
 use crate::connect;
 use crate::contract::Contract;
+use crate::deadline;
 use crate::error::{ConnectError, PodError, RecvError};
 use crate::handshake::Hello;
 use crate::readiness::Readiness;
@@ -283,8 +284,7 @@ impl Subscriber {
             let timeout = match timeout {
                 Some(t) => {
                     let now = Instant::now();
-                    let d = *deadline
-                        .get_or_insert_with(|| now.checked_add(t).unwrap_or_else(far_future));
+                    let d = *deadline.get_or_insert_with(|| deadline::after(t));
                     match d.checked_duration_since(now) {
                         Some(left) if !left.is_zero() => left.min(wake::PARK_RECHECK),
                         _ => return Err(RecvError::Timeout),
@@ -416,10 +416,6 @@ impl Subscriber {
             gating: self.reader.is_gating(),
         }
     }
-}
-
-fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(60 * 60 * 24 * 365)
 }
 
 fn map_read(e: ReadError) -> Result<Option<Got>, RecvError> {
