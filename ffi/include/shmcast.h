@@ -7,10 +7,13 @@
  * many messages it missed. When the publisher goes away, subscribers receive everything it
  * published, then SHMCAST_EDISCONNECTED.
  *
- * Build and link (see ffi/README.md):
+ * Install, build and link (see ffi/README.md):
  *
+ *     make -C ffi install PREFIX=/usr/local
  *     cc -std=c99 app.c -o app $(pkg-config --cflags --libs shmcast)
- *     cc -std=c99 app.c -o app -I<include dir> -L<lib dir> -lshmcast -Wl,-rpath,<lib dir>
+ *
+ * Language: this header is C99 (it needs <stdint.h> and <stdbool.h>) and compiles without a
+ * warning under -std=c99 -pedantic -Wall -Wextra, and as C++11. C89 is not supported.
  *
  * Conventions
  *

@@ -305,62 +305,6 @@ scenarios!(
     topic_paths,
 );
 
-/// `shmcast.pc.in`, filled in for the build tree, gives pkg-config flags that build and link a
-/// C program.
-#[test]
-fn pkg_config_file() {
-    use std::process::Command;
-    if Command::new("pkg-config")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("SKIPPED: pkg-config is not installed");
-        return;
-    }
-    let dir = support::out_dir().join("pkgconfig");
-    std::fs::create_dir_all(&dir).unwrap();
-    let template = std::fs::read_to_string(support::manifest_dir().join("shmcast.pc.in")).unwrap();
-    let pc = template
-        .replace("@PREFIX@", "/nonexistent")
-        .replace("@LIBDIR@", &support::lib_dir().display().to_string())
-        .replace(
-            "@INCLUDEDIR@",
-            &support::include_dir().display().to_string(),
-        )
-        .replace("@VERSION@", env!("CARGO_PKG_VERSION"));
-    std::fs::write(dir.join("shmcast.pc"), pc).unwrap();
-    let flags = Command::new("pkg-config")
-        .args(["--cflags", "--libs", "shmcast"])
-        .env("PKG_CONFIG_PATH", &dir)
-        .output()
-        .unwrap();
-    assert!(
-        flags.status.success(),
-        "pkg-config: {}",
-        String::from_utf8_lossy(&flags.stderr)
-    );
-    let flags = String::from_utf8(flags.stdout).unwrap();
-    let exe = dir.join("errors-pc");
-    let mut cmd = Command::new("cc");
-    cmd.args(support::C_FLAGS)
-        .arg("-D_POSIX_C_SOURCE=200809L")
-        .arg(support::manifest_dir().join("tests/c/errors.c"))
-        .arg("-o")
-        .arg(&exe)
-        .args(flags.split_whitespace());
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "cc with pkg-config flags {flags:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let got = Runner { valgrind: false }
-        .spawn(&exe, &[&format!("ffi-{}-pc", std::process::id())])
-        .wait();
-    got.assert_success();
-}
-
 /// The examples build with their Makefile against the fresh library and talk to each other.
 #[test]
 fn examples_build_and_run() {
