@@ -44,6 +44,7 @@
 //! reader.release(frame);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -54,6 +55,7 @@ pub mod reader;
 pub mod region;
 mod sync;
 #[cfg(feature = "test-support")]
+#[doc(hidden)]
 pub mod testing;
 pub mod wake;
 pub mod writer;

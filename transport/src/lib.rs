@@ -128,6 +128,7 @@
 //! | `error` | one error type per operation |
 //! | `sys` | every syscall, split by kernel domain |
 //! | `test_support` | helpers for tests and fuzz targets (feature `test-support`) |
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -148,6 +149,7 @@ mod shm;
 mod subscriber;
 mod sys;
 #[cfg(feature = "test-support")]
+#[doc(hidden)]
 pub mod test_support;
 mod topic;
 mod wake;
