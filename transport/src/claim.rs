@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::{BindError, CleanError};
+use crate::events;
 use crate::sys;
 use crate::topic::FileKind;
 
@@ -178,7 +179,10 @@ fn bind_topic(path: &Path) -> Result<OwnedFd, BindError> {
         match inspect(path).map_err(socket_error)? {
             Found::Nothing => {}
             Found::Live => return Err(BindError::TopicInUse(path.to_owned())),
-            Found::Stale(id) => remove_if_same(path, id).map_err(socket_error)?,
+            Found::Stale(id) => {
+                remove_if_same(path, id).map_err(socket_error)?;
+                events::stale_replaced(path);
+            }
             Found::NotASocket(kind) => {
                 return Err(BindError::NotASocket {
                     path: path.to_owned(),

@@ -75,6 +75,16 @@ pub enum RefuseReason {
     Other(u16),
 }
 
+impl RefuseReason {
+    /// Why a request that does not decode is refused: its version, or its form.
+    pub(crate) fn of(error: &DecodeError) -> RefuseReason {
+        match error {
+            DecodeError::Version(_) => RefuseReason::Version,
+            _ => RefuseReason::BadRequest,
+        }
+    }
+}
+
 impl fmt::Display for RefuseReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -365,11 +375,10 @@ impl Reply {
     /// another version is refused for its version, in its own version where that version's
     /// REFUSE has this layout (so that an older subscriber reads the reason).
     pub(crate) fn refusal_of(error: &DecodeError) -> Vec<u8> {
+        let refusal = Reply::refuse(RefuseReason::of(error), error.to_string());
         match *error {
-            DecodeError::Version(v) => {
-                Reply::refuse(RefuseReason::Version, error.to_string()).encode_as(v)
-            }
-            _ => Reply::refuse(RefuseReason::BadRequest, error.to_string()).encode(),
+            DecodeError::Version(v) => refusal.encode_as(v),
+            _ => refusal.encode(),
         }
     }
 

@@ -105,6 +105,23 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Events for operators
+//!
+//! With the cargo feature `tracing` (off by default; without it the calls compile to nothing),
+//! the publisher reports what happens to its topic through [`tracing`](https://docs.rs/tracing)
+//! events of target `shmcast`, each naming the topic and the peer's pid and uid: a subscriber
+//! admitted (info), a connection refused and why (warn), a subscriber hung up (info), the
+//! publisher stalled by a gating subscriber (warn: when the stall bound ends a wait, or once per
+//! wait after 5 s without a bound), a subscriber demoted (warn), a stale socket replaced (info).
+//! Install any tracing subscriber to see them:
+//!
+//! ```text
+//! WARN shmcast: publisher stalled topic=/run/user/1000/shmcast/ticks waited_ms=5000 pid=4242 uid=1000 demoting=true
+//! WARN shmcast: subscriber demoted topic=/run/user/1000/shmcast/ticks pid=4242 uid=1000 subscriber=3
+//! ```
+//!
+//! (`cargo run -p shmcast --example events --features tracing` shows a stall and a demotion.)
+//!
 //! # Modules
 //!
 //! The public API is re-exported at the crate root; the modules behind it are private rooms,
@@ -126,6 +143,7 @@
 //! | `topic` | topic names, their directory ([`TopicDir`]) and its checks, [`TopicError`] |
 //! | `shm` | sealed memfds and their mappings, handed out as core regions |
 //! | `error` | one error type per operation |
+//! | `events` | the structured events of the `tracing` feature |
 //! | `sys` | every syscall, split by kernel domain |
 //! | `test_support` | helpers for tests and fuzz targets (feature `test-support`) |
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -138,6 +156,7 @@ mod connect;
 mod contract;
 mod deadline;
 mod error;
+mod events;
 mod handshake;
 mod loan;
 mod policy;

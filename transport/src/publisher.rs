@@ -3,6 +3,7 @@
 use crate::claim::Claim;
 use crate::contract::{Contract, MessageType};
 use crate::error::{BindError, LoanError, WaitError};
+use crate::events;
 use crate::loan::{Loan, PodLoan};
 use crate::policy::Admission;
 use crate::server;
@@ -12,7 +13,7 @@ use crate::sys;
 use crate::topic;
 use crate::wake::{self, Link, SpaceWait};
 use shmcast_core::{ReserveError, RingConfig, SubscriberId, SubscriberInfo, Writer};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -316,6 +317,7 @@ impl Publisher {
         drop(ring);
 
         let shared = Arc::new(Shared {
+            topic: path.clone(),
             writer: Mutex::new(writer),
             joined: Condvar::new(),
             ring_ro,
@@ -391,6 +393,7 @@ impl Publisher {
         // restarts the stall.
         let mut first_full: Option<Instant> = None;
         let mut stalled_since: Option<Instant> = None;
+        let mut stall_reported = false;
         let mut tokens = [0u64; wake::SPACE_EVENTS];
         loop {
             let err = match guard.try_reserve(len) {
@@ -420,13 +423,22 @@ impl Publisher {
             if deadline.is_some_and(|d| now >= d) {
                 return Err(LoanError::Timeout);
             }
-            let stall_at = self.stall_bound.map(|b| stalled_since.unwrap_or(first) + b);
+            let since = stalled_since.unwrap_or(first);
+            let stall_at = self.stall_bound.map(|b| since + b);
             if stall_at.is_some_and(|t| now >= t) {
-                if let Some(id) = guard.slowest_gating() {
+                let slowest = guard.slowest_gating();
+                events::stalled(&shared.topic, now - since, conn_of(&guard, slowest), true);
+                if let Some(id) = slowest {
                     demote(shared, &mut guard, id);
                 }
                 stalled_since = Some(now);
                 continue;
+            }
+            // Without a stall bound nothing ends the wait but the subscribers: say so once.
+            if self.stall_bound.is_none() && !stall_reported && now >= since + DEFAULT_STALL_BOUND {
+                stall_reported = true;
+                let slowest = guard.slowest_gating();
+                events::stalled(&shared.topic, now - since, conn_of(&guard, slowest), false);
             }
             // Cannot fail: try_reserve accepted `len`.
             let sleep = guard
@@ -558,8 +570,17 @@ enum Wait {
 /// Demotes `id` and wakes it so a parked subscriber learns of it.
 fn demote(shared: &Shared, writer: &mut Writer<Link>, id: SubscriberId) {
     if writer.demote(id) {
+        if let Some(conn) = conn_of(writer, Some(id)) {
+            events::demoted(&shared.topic, conn, id);
+        }
         shared.wake(writer, |w, wake| w.wake_one(id, wake));
     }
+}
+
+/// The connection of subscriber `id`, which events read the peer's credentials from.
+fn conn_of(writer: &Writer<Link>, id: Option<SubscriberId>) -> Option<BorrowedFd<'_>> {
+    id.and_then(|id| writer.attachment(id))
+        .map(|link| link.conn.as_fd())
 }
 
 impl Drop for Publisher {

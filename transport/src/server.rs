@@ -17,6 +17,7 @@
 //!   departed).
 
 use crate::contract::MessageType;
+use crate::events;
 use crate::handshake::{self, Hello, RefuseReason, Reply};
 use crate::policy;
 use crate::shared::Shared;
@@ -188,6 +189,7 @@ impl Server {
 
     fn refuse(&self, sock: &OwnedFd, code: RefuseReason, text: &str) {
         self.shared.refused.fetch_add(1, Ordering::Relaxed);
+        events::refused(&self.shared.topic, sock.as_fd(), code, text);
         let _ = sys::packet::send_packet(sock.as_fd(), &Reply::refuse(code, text).encode());
     }
 
@@ -223,6 +225,13 @@ impl Server {
                     }
                     Err(e) => {
                         self.shared.refused.fetch_add(1, Ordering::Relaxed);
+                        let reason = RefuseReason::of(&e);
+                        events::refused(
+                            &self.shared.topic,
+                            conn.sock.as_fd(),
+                            reason,
+                            &e.to_string(),
+                        );
                         let refusal = Reply::refusal_of(&e);
                         let _ = sys::packet::send_packet(conn.sock.as_fd(), &refusal);
                     }
@@ -294,6 +303,7 @@ impl Server {
             return None;
         }
         self.shared.admitted.fetch_add(1, Ordering::Relaxed);
+        events::admitted(&self.shared.topic, sock.as_fd(), id, hello.mode);
         self.shared.joined.notify_all();
         Some(id)
     }
@@ -301,6 +311,7 @@ impl Server {
     /// Removes a subscriber whose connection hung up, and wakes the publisher in case it was
     /// waiting for that subscriber's space.
     fn depart(&self, id: SubscriberId, sock: &OwnedFd) {
+        events::hung_up(&self.shared.topic, sock.as_fd(), id);
         self.shared.space.unwatch(sock.as_fd());
         self.shared.lock().remove(id);
         self.shared.departed.fetch_add(1, Ordering::Relaxed);

@@ -2,6 +2,7 @@
 //! handed to subscribers, the settings the server applies, and the counters both update.
 
 use std::os::fd::OwnedFd;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -13,6 +14,8 @@ use crate::wake::{self, Link, SpaceWait};
 
 /// State shared by the publisher and its server thread.
 pub(crate) struct Shared {
+    /// The topic socket's path, as events name it.
+    pub(crate) topic: PathBuf,
     pub(crate) writer: Mutex<Writer<Link>>,
     /// Signalled (with `writer`) each time the server thread admits a subscriber.
     pub(crate) joined: Condvar,
