@@ -31,6 +31,15 @@ pub fn ring_capacity(size: usize) -> u64 {
     ((size as u64 + 16).next_power_of_two() * 4).max(1 << 20)
 }
 
+/// The largest power-of-two shmcast ring that holds at most `frames` messages of `size` bytes
+/// (each frame is the message and a 16-byte header, rounded up to 16 bytes).
+pub fn ring_holding(size: usize, frames: usize) -> u64 {
+    let frame = (size as u64 + 16).next_multiple_of(16);
+    let most = frame * frames as u64;
+    // The largest power of two not above `most`.
+    1 << (63 - most.leading_zeros())
+}
+
 /// Waits until the publisher has admitted `n` subscribers.
 pub fn wait_for_subscribers(publisher: &Publisher, n: usize) -> Result<()> {
     let deadline = Instant::now() + STARTUP;

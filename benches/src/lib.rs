@@ -24,11 +24,12 @@
 //! | 2 | `iceoryx` | iceoryx2 as a peer transport (feature `iceoryx2`) |
 //! | 3 | [`fanout`] | one stream trial: `memcpy`, `unix-stream`, `shmcast-*`, `iceoryx2` |
 //! | 3 | [`limits`] | scenario: the machine's ceilings |
-//! | 4 | [`throughput`], [`small`] | scenarios over stream trials |
+//! | 4 | [`throughput`], [`small`], [`backpressure`] | scenarios over stream trials |
 //! | 4 | [`latency`] | scenario: paced timestamps to blocked listeners |
 //! | 5 | [`comparison`] | a whole run: the scenarios in order, the tables, JSON and charts |
 #![deny(unsafe_code)]
 
+pub mod backpressure;
 pub mod comparison;
 pub mod error;
 pub mod fanout;

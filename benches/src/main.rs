@@ -10,6 +10,7 @@
 //! | [`throughput`](shmcast_bench::throughput) | 1 MiB messages to N subscribers against memcpy and unix-stream |
 //! | [`latency`] | paced 8-byte timestamps to blocked listeners against socket transports |
 //! | [`small`](shmcast_bench::small) | 64-byte messages against unix-stream fan-out |
+//! | [`backpressure`](shmcast_bench::backpressure) | gating streams through 16 messages in flight |
 //!
 //! [`comparison`] runs them in order and writes the output; the binary re-executes itself with
 //! a hidden `__child` role for every subscriber, listener or relay, dispatched here.

@@ -9,12 +9,14 @@ use crate::error::{BenchError, Result};
 pub const USAGE: &str = "\
 usage: shmcast-bench [SCENARIO...] [OPTIONS]
 
-scenarios (default: all four, in this order):
+scenarios (default: all five, in this order):
   limits       the machine's ceilings: copy/read/write bandwidth, eventfd and cache-line ping-pong
   throughput   large messages to N subscribers: memcpy, unix-stream, shmcast-gating, shmcast-lossy
   latency      paced 8-byte timestamps to blocked listeners: unix-relay, unix-dgram,
                udp-multicast, shmcast, shmcast-spin, shmcast-poll
   small        64-byte messages to 1 and 3 event-driven and 1 busy subscriber: unix-stream, shmcast
+  backpressure gating streams through 16 messages in flight (64 B and 1 MiB, 1-3 subscribers, one
+               slow): unix-stream, shmcast-gating
 
 options:
   --quick            smoke run: every scenario in a few seconds
@@ -40,16 +42,19 @@ pub enum Scenario {
     Latency,
     /// 64-byte messages.
     Small,
+    /// Gating streams through small buffers.
+    Backpressure,
 }
 
 impl Scenario {
     /// Every scenario, in the order a default run takes them (limits first, so the others can be
     /// read against them).
-    pub const ALL: [Scenario; 4] = [
+    pub const ALL: [Scenario; 5] = [
         Scenario::Limits,
         Scenario::Throughput,
         Scenario::Latency,
         Scenario::Small,
+        Scenario::Backpressure,
     ];
 
     /// The scenario's name on the command line and in the JSON output.
@@ -59,6 +64,7 @@ impl Scenario {
             Scenario::Throughput => "throughput",
             Scenario::Latency => "latency",
             Scenario::Small => "small",
+            Scenario::Backpressure => "backpressure",
         }
     }
 }

@@ -102,6 +102,8 @@ pub struct Verifier {
     pub messages: u64,
     /// Messages skipped (gaps in the sequence).
     pub skipped: u64,
+    /// Extra work after each message, ns of busy waiting: a consumer slower than its producer.
+    work_ns: u64,
 }
 
 impl Verifier {
@@ -118,7 +120,14 @@ impl Verifier {
             sum: 0,
             messages: 0,
             skipped: 0,
+            work_ns: 0,
         }
+    }
+
+    /// Makes this receiver spend `ns` more on each message (busy, as processing would).
+    pub fn with_work(mut self, ns: u64) -> Verifier {
+        self.work_ns = ns;
+        self
     }
 
     /// Checks one whole message.
@@ -193,6 +202,12 @@ impl Verifier {
         self.skipped += seq - self.next_seq;
         self.next_seq = seq + 1;
         self.messages += 1;
+        if self.work_ns > 0 {
+            let until = crate::sys::now_ns() + self.work_ns;
+            while crate::sys::now_ns() < until {
+                std::hint::spin_loop();
+            }
+        }
         Ok(())
     }
 }

@@ -72,13 +72,7 @@ pub fn run(o: &Options) -> Result<Section> {
     for rep in 0..o.reps {
         for (k, c) in configs.iter_mut().enumerate() {
             for t in rotated(&transports, rep + k) {
-                let outcome = fanout::run(Trial {
-                    transport: t,
-                    subs: c.subs,
-                    size: SIZE,
-                    duration: o.duration,
-                    wait: c.wait,
-                })?;
+                let outcome = fanout::run(Trial::new(t, c.subs, SIZE, o.duration, c.wait))?;
                 progress.say(&format!(
                     "rep {}/{}, {} subscriber(s) {}, {:<14} {:8.2} M msgs/s",
                     rep + 1,

@@ -64,13 +64,7 @@ pub fn run(o: &Options, limits: Option<&Limits>) -> Result<Section> {
     for rep in 0..o.reps {
         for (k, m) in measured.iter_mut().enumerate() {
             for t in rotated(&transports, rep + k) {
-                let outcome = fanout::run(Trial {
-                    transport: t,
-                    subs: m.subs,
-                    size: o.size,
-                    duration: o.duration,
-                    wait: Wait::Event,
-                })?;
+                let outcome = fanout::run(Trial::new(t, m.subs, o.size, o.duration, Wait::Event))?;
                 progress.say(&format!(
                     "rep {}/{}, {} subscriber(s), {:<14} {:8.2} GB/s",
                     rep + 1,

@@ -38,6 +38,7 @@ fn quick_run_covers_every_scenario() {
         "== throughput",
         "== latency",
         "== small",
+        "== backpressure",
         "vs unix-stream",
     ] {
         assert!(stdout.contains(heading), "no {heading:?} in:\n{stdout}");
@@ -52,7 +53,7 @@ fn quick_run_covers_every_scenario() {
             .find(|s| s["scenario"] == name)
             .unwrap_or_else(|| panic!("no {name} scenario in the JSON"))
     };
-    for name in ["limits", "throughput", "latency", "small"] {
+    for name in ["limits", "throughput", "latency", "small", "backpressure"] {
         let s = find(name);
         assert!(s["params"].is_object(), "{name}: params");
         assert!(

@@ -491,6 +491,20 @@ impl<A> Writer<A> {
         self.min_gate = min;
     }
 
+    /// Whether a `len`-byte reservation would fit now, re-reading the gating cursors. Costs a
+    /// load per gating subscriber and announces nothing: what a writer polls while it spins
+    /// before [`prepare_wait_for_space`](Self::prepare_wait_for_space). A `len` too large for
+    /// the ring never fits.
+    pub fn has_space_for(&mut self, len: usize) -> bool {
+        let Ok((_, need, _)) = self.need_for(len) else {
+            return false;
+        };
+        self.has_space(need) || {
+            self.refresh_min_gate();
+            self.has_space(need)
+        }
+    }
+
     /// Announces that the writer is about to sleep until space frees up for a `len`-byte message,
     /// then re-checks. Returns `Ok(true)` if it may sleep (a releasing gating reader will see the
     /// announcement and ask its transport to signal), `Ok(false)` if space is already free. After

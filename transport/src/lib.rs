@@ -137,6 +137,7 @@
 //! | `server` | the publisher's server thread: accept, credentials, handshake, hang-ups |
 //! | `shared` | what the publisher and its server thread share |
 //! | `handshake` | the versioned control records (codec only) |
+//! | `spin` | how long a publisher polls for space before it sleeps, learned per publisher |
 //! | `wake` | wake delivery, sleeping on the wake word, doorbells, the recheck and nap tuning |
 //! | `readiness` | the subscriber's descriptor for event loops |
 //! | `claim` | binding the topic socket, stale-socket recovery, its removal; [`remove_stale`], [`stale_topics`] |
@@ -165,6 +166,7 @@ mod readiness;
 mod server;
 mod shared;
 mod shm;
+mod spin;
 mod subscriber;
 mod sys;
 #[cfg(feature = "test-support")]
@@ -187,7 +189,9 @@ pub use error::{
 pub use handshake::{DecodeError, RefuseReason};
 pub use loan::{Loan, PodLoan};
 pub use policy::Admission;
-pub use publisher::{DEFAULT_STALL_BOUND, Publisher, PublisherBuilder, PublisherStats};
+pub use publisher::{
+    DEFAULT_SPIN_LIMIT, DEFAULT_STALL_BOUND, Publisher, PublisherBuilder, PublisherStats,
+};
 pub use shmcast_core::{FrameError, Mode, Start, SubscriberId, SubscriberInfo};
 pub use subscriber::{Sample, Subscriber, SubscriberBuilder, SubscriberStats};
 pub use topic::{DirSource, FileKind, MAX_SOCKET_PATH, TopicDir, TopicError};

@@ -494,10 +494,18 @@ fn sigstop_without_a_stall_bound_times_out_and_try_loan_is_full() {
             break;
         }
     }
+    // A wait on a stopped subscriber keeps no core busy: the publisher's spin budget falls to
+    // nothing after a few fruitless spins, and it sleeps.
+    let cpu_before = common::thread_cpu();
     assert!(matches!(
-        publisher.loan_timeout(buf.len(), Duration::from_millis(100)),
+        publisher.loan_timeout(buf.len(), Duration::from_secs(1)),
         Err(LoanError::Timeout)
     ));
+    let cpu = common::thread_cpu() - cpu_before;
+    assert!(
+        cpu < Duration::from_millis(250),
+        "a 1 s wait used {cpu:?} of CPU"
+    );
     assert!(matches!(
         publisher.try_loan(buf.len()),
         Err(LoanError::Full)

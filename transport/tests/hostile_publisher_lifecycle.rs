@@ -82,18 +82,6 @@ fn wait_readable(sub: &Subscriber, timeout: Duration) {
     rustix::event::poll(&mut fds, Some(&timeout)).expect("poll");
 }
 
-/// CPU time this thread has used.
-fn thread_cpu() -> Duration {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec, which `t` is.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    assert_eq!(rc, 0, "clock_gettime");
-    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
-}
-
 /// A ring left where a lossy subscriber can read nothing but may not sleep either (it was
 /// lapped, yet the tail is not past it): a receive waits out its timeout napping, not spinning.
 /// Then the publisher hangs up: with no writer left the ring never changes, so receives end with
@@ -147,7 +135,7 @@ fn a_hang_up_ends_receives_on_a_ring_that_cannot_progress() {
                 } else {
                     ring.store64(hdr::COMMITTED, 2 * SPAN + CAP + 16);
                 }
-                let cpu_before = thread_cpu();
+                let cpu_before = common::thread_cpu();
                 if blocking {
                     let got = sub.recv_timeout(RECV).map(|_| ());
                     assert!(matches!(got, Err(RecvError::Timeout)), "{got:?}");
@@ -163,7 +151,7 @@ fn a_hang_up_ends_receives_on_a_ring_that_cannot_progress() {
                 // While the publisher is connected the wait lasts its whole timeout, napping
                 // between looks rather than spinning on a core: a bound of a quarter of the
                 // wait, where a spinning receive takes all of it.
-                let cpu = thread_cpu() - cpu_before;
+                let cpu = common::thread_cpu() - cpu_before;
                 assert!(
                     cpu < RECV / 4,
                     "dies mid-reservation: {dies_mid_reservation}, blocking: {blocking}: \

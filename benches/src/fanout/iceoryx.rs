@@ -23,12 +23,13 @@ pub(super) fn publish(trial: Trial) -> Result<Outcome> {
     let topic = unique_topic("iceoryx2");
     let node = node()?;
     let words = trial.size / 8;
+    let buffer = trial.in_flight.unwrap_or_else(|| buffer_for(trial.size));
     let service = node
         .service_builder(&service_name(&topic)?)
         .publish_subscribe::<[u64]>()
         .max_publishers(1)
         .max_subscribers(trial.subs)
-        .subscriber_max_buffer_size(buffer_for(trial.size))
+        .subscriber_max_buffer_size(buffer)
         .history_size(0)
         .enable_safe_overflow(false)
         .create()
@@ -58,7 +59,8 @@ pub(super) fn publish(trial: Trial) -> Result<Outcome> {
         ),
         None => None,
     };
-    let mut fleet = subscribers::spawn(trial, |_| (topic.clone(), Vec::new()))?;
+    // The subscribers learn their buffer size with the service name: `SERVICE/BUFFER`.
+    let mut fleet = subscribers::spawn(trial, |_| (format!("{topic}/{buffer}"), Vec::new()))?;
     fleet.expect_all("ready", Instant::now() + STARTUP)?;
     wait_until("subscribers", trial.subs, || {
         service.dynamic_config().number_of_subscribers()
@@ -108,13 +110,13 @@ pub(super) fn publish(trial: Trial) -> Result<Outcome> {
     )
 }
 
-/// The subscriber side, on service `topic`: returns the CPU time at which it said `ready`.
-pub(super) fn subscribe(
-    topic: &str,
-    size: usize,
-    wait: Wait,
-    verifier: &mut Verifier,
-) -> Result<u64> {
+/// The subscriber side, on `endpoint` (`SERVICE/BUFFER`): returns the CPU time at which it said
+/// `ready`.
+pub(super) fn subscribe(endpoint: &str, wait: Wait, verifier: &mut Verifier) -> Result<u64> {
+    let (topic, buffer) = endpoint
+        .rsplit_once('/')
+        .ok_or_else(|| crate::error::BenchError::Usage(format!("bad endpoint {endpoint:?}")))?;
+    let buffer: usize = crate::process::parse_arg(buffer)?;
     let node = node()?;
     let service = node
         .service_builder(&service_name(topic)?)
@@ -123,7 +125,7 @@ pub(super) fn subscribe(
         .map_err(failed("opening the iceoryx2 service"))?;
     let subscriber = service
         .subscriber_builder()
-        .buffer_size(buffer_for(size))
+        .buffer_size(buffer)
         .create()
         .map_err(failed("creating the iceoryx2 subscriber"))?;
     let listener = match wait {

@@ -38,5 +38,6 @@ pub(super) fn publish(trial: Trial) -> Result<Outcome> {
         cpu_ns: cpu,
         cpu_lifetime_ns: cpu,
         publisher_syscalls: 0,
+        publisher_waits: 0,
     })
 }

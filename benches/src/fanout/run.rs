@@ -13,17 +13,19 @@ pub fn run(trial: Trial) -> Result<Outcome> {
     match trial.transport {
         Transport::Memcpy => memcpy::publish(trial),
         Transport::UnixStream => unix_stream::publish(trial),
-        Transport::ShmcastGating | Transport::ShmcastLossy => shmcast::publish(trial),
+        Transport::ShmcastGating | Transport::ShmcastLossy | Transport::ShmcastSleep => {
+            shmcast::publish(trial)
+        }
         #[cfg(feature = "iceoryx2")]
         Transport::Iceoryx2 => super::iceoryx::publish(trial),
     }
 }
 
-/// The child side: `stream-subscriber TRANSPORT ENDPOINT SIZE WAIT`.
+/// The child side: `stream-subscriber TRANSPORT ENDPOINT SIZE WAIT WORK_NS`.
 pub fn child(args: &[String]) -> Result<()> {
-    let [transport, endpoint, size, wait] = args else {
+    let [transport, endpoint, size, wait, work_ns] = args else {
         return Err(BenchError::Usage(format!(
-            "{} takes 4 arguments, got {}",
+            "{} takes 5 arguments, got {}",
             subscribers::ROLE,
             args.len()
         )));
@@ -31,14 +33,15 @@ pub fn child(args: &[String]) -> Result<()> {
     let transport = Transport::parse(transport)?;
     let size: usize = process::parse_arg(size)?;
     let wait = Wait::parse(wait)?;
-    let mut verifier = Verifier::new(size, transport.lossy());
+    let work_ns: u64 = process::parse_arg(work_ns)?;
+    let mut verifier = Verifier::new(size, transport.lossy()).with_work(work_ns);
     let cpu0 = match transport {
         Transport::UnixStream => unix_stream::subscribe(endpoint, wait, &mut verifier)?,
-        Transport::ShmcastGating | Transport::ShmcastLossy => {
+        Transport::ShmcastGating | Transport::ShmcastLossy | Transport::ShmcastSleep => {
             shmcast::subscribe(transport, endpoint, wait, &mut verifier)?
         }
         #[cfg(feature = "iceoryx2")]
-        Transport::Iceoryx2 => super::iceoryx::subscribe(endpoint, size, wait, &mut verifier)?,
+        Transport::Iceoryx2 => super::iceoryx::subscribe(endpoint, wait, &mut verifier)?,
         Transport::Memcpy => {
             return Err(BenchError::Usage("memcpy has no subscriber process".into()));
         }

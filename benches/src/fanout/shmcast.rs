@@ -1,7 +1,7 @@
 //! `shmcast-gating` / `shmcast-lossy`: one ring; the publisher loans each message in place;
 //! gating subscribers check it in place, lossy ones check their validated copy.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use shmcast::{Mode, Publisher, RecvError, Subscriber};
 
@@ -9,7 +9,8 @@ use super::subscribers;
 use super::trial::{Outcome, Transport, Trial, Wait};
 use crate::error::{Result, failed};
 use crate::harness::{
-    STALL, STARTUP, ring_capacity, shmcast_syscalls, unique_topic, wait_for_subscribers,
+    STALL, STARTUP, ring_capacity, ring_holding, shmcast_syscalls, unique_topic,
+    wait_for_subscribers,
 };
 use crate::payload::{self, Verifier};
 use crate::process;
@@ -20,8 +21,16 @@ use crate::sys::{cpu_self_ns, now_ns};
 pub(super) fn publish(trial: Trial) -> Result<Outcome> {
     let topic = unique_topic("stream");
     let mut publisher = Publisher::builder(topic.as_str())
-        .capacity(ring_capacity(trial.size))
+        .capacity(match trial.in_flight {
+            Some(frames) => ring_holding(trial.size, frames),
+            None => ring_capacity(trial.size),
+        })
         .max_message(trial.size as u64)
+        .spin_limit(if trial.transport == Transport::ShmcastSleep {
+            Duration::ZERO
+        } else {
+            shmcast::DEFAULT_SPIN_LIMIT
+        })
         .bind()
         .map_err(failed("binding the shmcast publisher"))?;
     let mut fleet = subscribers::spawn(trial, |_| (topic.clone(), Vec::new()))?;
@@ -57,6 +66,7 @@ pub(super) fn publish(trial: Trial) -> Result<Outcome> {
             cpu_ns: cpu,
             cpu_lifetime_ns: cpu,
             publisher_syscalls: shmcast_syscalls(&before, &after),
+            publisher_waits: after.space_waits - before.space_waits,
             ..Outcome::default()
         },
     )

@@ -29,6 +29,12 @@ pub(super) fn spawn(
                 arg,
                 trial.size.to_string(),
                 trial.wait.name().into(),
+                if i + 1 == trial.subs {
+                    trial.slow_ns
+                } else {
+                    0
+                }
+                .to_string(),
             ],
             fds,
         })?;

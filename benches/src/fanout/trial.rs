@@ -16,6 +16,9 @@ pub enum Transport {
     ShmcastGating,
     /// shmcast, lossy subscribers.
     ShmcastLossy,
+    /// shmcast, gating subscribers, a publisher that sleeps at once when the ring is full
+    /// (`spin_limit(0)`): what the adaptive spin saves.
+    ShmcastSleep,
     /// iceoryx2 publish-subscribe (with an event service in event-driven mode).
     #[cfg(feature = "iceoryx2")]
     Iceoryx2,
@@ -29,6 +32,7 @@ impl Transport {
             Transport::UnixStream => "unix-stream",
             Transport::ShmcastGating => "shmcast-gating",
             Transport::ShmcastLossy => "shmcast-lossy",
+            Transport::ShmcastSleep => "shmcast-sleep",
             #[cfg(feature = "iceoryx2")]
             Transport::Iceoryx2 => "iceoryx2",
         }
@@ -40,6 +44,7 @@ impl Transport {
             Transport::UnixStream,
             Transport::ShmcastGating,
             Transport::ShmcastLossy,
+            Transport::ShmcastSleep,
             #[cfg(feature = "iceoryx2")]
             Transport::Iceoryx2,
         ];
@@ -94,6 +99,12 @@ pub struct Trial {
     pub duration: Duration,
     /// How subscribers wait.
     pub wait: Wait,
+    /// Messages the transport holds in flight per subscriber (shmcast: the largest power-of-two
+    /// ring holding at most this many frames; iceoryx2: the subscriber buffer), or `None` for
+    /// each transport's default for the size.
+    pub in_flight: Option<usize>,
+    /// Extra work per message of the last subscriber, ns (0: as fast as it checks).
+    pub slow_ns: u64,
 }
 
 impl Trial {
@@ -101,6 +112,27 @@ impl Trial {
     /// less often for small ones, where a clock read would be a noticeable share of the work.
     pub(super) fn clock_every(&self) -> u64 {
         if self.size >= 4096 { 1 } else { 64 }
+    }
+}
+
+impl Trial {
+    /// A trial with each transport's default buffering and no deliberately slow subscriber.
+    pub fn new(
+        transport: Transport,
+        subs: usize,
+        size: usize,
+        duration: Duration,
+        wait: Wait,
+    ) -> Trial {
+        Trial {
+            transport,
+            subs,
+            size,
+            duration,
+            wait,
+            in_flight: None,
+            slow_ns: 0,
+        }
     }
 }
 
@@ -120,6 +152,8 @@ pub struct Outcome {
     pub cpu_lifetime_ns: u64,
     /// Syscalls the publisher made to deliver (sends, polls, wakes, waits for space).
     pub publisher_syscalls: u64,
+    /// Times the publisher slept for space (shmcast; 0 where not counted).
+    pub publisher_waits: u64,
 }
 
 impl Outcome {
