@@ -164,7 +164,7 @@ pub use error::{
     WaitError,
 };
 pub use handshake::{DecodeError, RefuseReason};
-pub use loan::{Loan, PodLoan};
+pub use loan::{Loan, LoanFull, PodLoan};
 pub use policy::Admission;
 pub use publisher::{DEFAULT_STALL_BOUND, Publisher, PublisherBuilder, PublisherStats};
 pub use shmcast_core::{FrameError, Mode, Start, SubscriberId, SubscriberInfo};
