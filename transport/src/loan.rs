@@ -101,7 +101,7 @@ impl<'a> Loan<'a> {
         }
     }
 
-    /// The same loan with an empty message, for [`Publisher::loan_up_to`](crate::Publisher::loan_up_to).
+    /// The same loan with an empty message (for `Publisher::loan_up_to`).
     pub(crate) fn emptied(mut self) -> Self {
         self.len = 0;
         self
@@ -133,6 +133,7 @@ impl<'a> Loan<'a> {
     /// loan.publish();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn spare_capacity_mut(&mut self) -> &mut [u8] {
         let len = self.len;
         &mut self.whole_mut()[len..]
@@ -166,6 +167,7 @@ impl<'a> Loan<'a> {
 
     /// Appends `bytes`, all or nothing: if they do not fit in the capacity, nothing is written
     /// and the error says how much was asked for.
+    #[inline]
     pub fn extend_from_slice(&mut self, bytes: &[u8]) -> Result<(), LoanFull> {
         let end = self.len.saturating_add(bytes.len());
         if end > self.capacity {
@@ -177,11 +179,20 @@ impl<'a> Loan<'a> {
     }
 
     /// The whole reservation, `capacity` bytes.
+    #[inline]
     fn whole_mut(&mut self) -> &mut [u8] {
         // SAFETY: `ptr..ptr+capacity` is the reservation's payload, which only this loan may
         // touch until it is committed or abandoned (both consume the loan); `&mut self` makes
         // this the only view.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.capacity) }
+    }
+
+    /// The error for appending `more` bytes.
+    fn full(&self, more: usize) -> LoanFull {
+        LoanFull {
+            capacity: self.capacity,
+            requested: self.len.saturating_add(more),
+        }
     }
 
     /// Drops the buffer without publishing it.
@@ -219,6 +230,7 @@ impl DerefMut for Loan<'_> {
 /// rather than loop); one that finds some room writes what fits, as `io::Write` for `&mut [u8]`
 /// does. `write_all` is all or nothing. Nothing is written past the capacity.
 impl io::Write for Loan<'_> {
+    #[inline]
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = buf.len().min(self.capacity - self.len);
         if n == 0 && !buf.is_empty() {
@@ -228,22 +240,13 @@ impl io::Write for Loan<'_> {
         Ok(n)
     }
 
+    #[inline]
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         Ok(self.extend_from_slice(buf)?)
     }
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
-    }
-}
-
-impl Loan<'_> {
-    /// The error for appending `more` bytes.
-    fn full(&self, more: usize) -> LoanFull {
-        LoanFull {
-            capacity: self.capacity,
-            requested: self.len.saturating_add(more),
-        }
     }
 }
 
