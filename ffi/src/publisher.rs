@@ -317,6 +317,62 @@ pub unsafe extern "C" fn shmcast_publisher_publish(r#pub: *mut shmcast_publisher
     })
 }
 
+/// Publishes the first `len` bytes of the outstanding loan and ends it: for a message whose
+/// length is known only once written, loan the most it may need, write, then publish what was
+/// written. Subscribers receive exactly `len` bytes; the rest of the loan is free again at once.
+///
+/// `len` may be anything from 0 to the length loaned. A larger `len` is `SHMCAST_EINVAL` and
+/// publishes nothing: the loan stays outstanding, to be published or abandoned. Otherwise as
+/// `shmcast_publisher_publish` (the buffer must not be touched afterwards; never blocks).
+///
+/// ```c
+/// void *buf;
+/// int n;
+/// shmcast_publisher_loan(pub, 256, -1, &buf);
+/// n = snprintf(buf, 256, "job %d done", 17);
+/// if (n >= 0 && n < 256) {
+///     shmcast_publisher_publish_len(pub, (size_t)n);
+/// } else {
+///     shmcast_publisher_abandon(pub);
+/// }
+/// ```
+///
+/// Errors: `SHMCAST_EINVAL` (null `pub`, no loan is outstanding, or `len` above the length
+/// loaned).
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `pub` is `NULL` or a live handle from `shmcast_publisher_create`, not in use by another
+/// thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_publisher_publish_len(
+    r#pub: *mut shmcast_publisher,
+    len: usize,
+) -> c_int {
+    guard(|| {
+        // SAFETY: the caller promises null or a live handle used by this thread only.
+        let h = unsafe { handle(r#pub) }?;
+        let loan = h
+            .loan
+            .as_mut()
+            .ok_or_else(|| Failure::invalid("no loan is outstanding"))?;
+        if len > loan.len() {
+            return Err(Failure::invalid(format_args!(
+                "cannot publish {len} bytes of a {}-byte loan; the loan is still outstanding",
+                loan.len()
+            )));
+        }
+        loan.truncate(len);
+        if let Some(loan) = h.loan.take() {
+            loan.publish();
+        }
+        Ok(())
+    })
+}
+
 /// Drops the outstanding loan without publishing it (subscribers never see it).
 ///
 /// The buffer must not be touched afterwards. Never blocks.

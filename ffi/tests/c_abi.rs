@@ -263,6 +263,15 @@ fn topic_paths(r: Runner) {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `varlen.c`: loans of the most a message may need, published with the length written
+/// (`shmcast_publisher_publish_len`); a length above the loan's keeps the loan outstanding.
+fn variable_length(r: Runner) {
+    let topic = r.topic("varlen");
+    let got = r.spawn(&compile("varlen", Link::Shared), &[&topic]).wait();
+    got.assert_success();
+    assert!(got.stdout.contains("checks passed"), "{}", got.stdout);
+}
+
 macro_rules! scenarios {
     ($($name:ident),* $(,)?) => {
         mod native {
@@ -303,6 +312,7 @@ scenarios!(
     static_library,
     contract,
     topic_paths,
+    variable_length,
 );
 
 /// The examples build with their Makefile against the fresh library and talk to each other.

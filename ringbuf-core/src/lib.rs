@@ -16,6 +16,7 @@
 //! | [`layout`] | the shared ABI (ring header, control block, frame size), its `# Layout` diagram, validation |
 //! | [`frame`] | frame encoding and bounds-checked decoding |
 //! | [`wake`] | the park/wake protocol: parked flags, the wake word, the wait for space, their fences |
+//! | [`reservation`] | a reserved payload, its truncation before commit, why a reservation fails |
 //! | [`writer`] | reserve, commit, gating, admission, demotion |
 //! | [`reader`] | peek/release, validated copy, lag accounting, the re-check before parking |
 //! | `testing` | checkers shared by property tests and fuzz targets (feature `test-support`) |
@@ -53,6 +54,7 @@ pub mod frame;
 pub mod layout;
 pub mod reader;
 pub mod region;
+pub mod reservation;
 mod sync;
 #[cfg(feature = "test-support")]
 #[doc(hidden)]
@@ -66,7 +68,6 @@ pub use layout::{
 };
 pub use reader::{Copied, Frame, ReadError, Reader, ReaderStats};
 pub use region::Region;
+pub use reservation::{Reservation, ReserveError};
 pub use wake::Wakeups;
-pub use writer::{
-    Mode, Reservation, ReserveError, Start, SubscriberId, SubscriberInfo, Writer, WriterStats,
-};
+pub use writer::{Mode, Start, SubscriberId, SubscriberInfo, Writer, WriterStats};

@@ -36,6 +36,7 @@
 use crate::frame::{self, Kind};
 use crate::layout::{self, RingConfig, cb, hdr};
 use crate::region::Region;
+use crate::reservation::{Reservation, ReserveError};
 use crate::sync::{AtomicU32, Ordering, fence};
 use crate::wake::{self, Wakeups};
 use core::fmt;
@@ -71,68 +72,6 @@ pub enum Start {
 /// Identifies an admitted subscriber to the writer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SubscriberId(pub u64);
-
-/// Why a reservation failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReserveError {
-    /// The payload is longer than the ring's maximum.
-    TooLarge {
-        /// Requested length.
-        len: usize,
-        /// The ring's maximum payload.
-        max: usize,
-    },
-    /// Gating subscribers have not released enough space.
-    Full {
-        /// Bytes the reservation needs (frame plus any padding at the wrap).
-        need: u64,
-        /// Bytes free now.
-        free: u64,
-    },
-    /// The stream was closed.
-    Closed,
-}
-
-impl fmt::Display for ReserveError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReserveError::TooLarge { len, max } => {
-                write!(f, "message of {len} bytes exceeds the maximum of {max}")
-            }
-            ReserveError::Full { need, free } => {
-                write!(
-                    f,
-                    "ring full: need {need} bytes, {free} free until gating subscribers release"
-                )
-            }
-            ReserveError::Closed => f.write_str("stream closed"),
-        }
-    }
-}
-
-impl std::error::Error for ReserveError {}
-
-/// A reserved, not yet committed payload. Commit it with [`Writer::commit`] or drop it with
-/// [`Writer::abandon`]; reserving again without either abandons it.
-#[derive(Debug)]
-#[must_use = "a reservation is published only by Writer::commit"]
-pub struct Reservation {
-    pos: u64,
-    end: u64,
-    len: u32,
-}
-
-impl Reservation {
-    /// Payload length in bytes.
-    pub fn len(&self) -> usize {
-        self.len as usize
-    }
-
-    /// Whether the payload is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
 
 /// What the writer knows about one subscriber (its cursor is as the subscriber wrote it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,6 +122,10 @@ pub struct Writer<A> {
     cfg: RingConfig,
     mask: u64,
     committed: u64,
+    /// The highest reservation end announced in `hdr::RESERVED`. Never lowered: a truncated or
+    /// abandoned reservation may have written up to it, and a lossy reader trusts a frame's
+    /// bytes only while the announced end is at most a ring ahead of that frame.
+    reserved: u64,
     next_seq: u64,
     tail: u64,
     /// Lowest gating cursor as last read; never above the true minimum, refreshed only when the
@@ -224,6 +167,7 @@ impl<A> Writer<A> {
             cfg,
             mask: cfg.capacity() - 1,
             committed: 0,
+            reserved: 0,
             next_seq: 0,
             tail: 0,
             min_gate: 0,
@@ -280,7 +224,8 @@ impl<A> Writer<A> {
         self.committed + need - self.min_gate <= self.cfg.capacity()
     }
 
-    /// Reserves a contiguous `len`-byte payload. Never blocks.
+    /// Reserves a contiguous `len`-byte payload. Never blocks. `len` is the most the caller may
+    /// write: [`Reservation::truncate`] shortens the message before it is committed.
     pub fn try_reserve(&mut self, len: usize) -> Result<Reservation, ReserveError> {
         if self.closed {
             return Err(ReserveError::Closed);
@@ -298,9 +243,12 @@ impl<A> Writer<A> {
         if let Some(target) = end.checked_sub(self.cfg.capacity()) {
             self.advance_tail(target);
         }
+        // After a truncated or abandoned reservation `end` may be below what was announced, and
+        // the bytes up to the announced end may hold that reservation's writes: keep it.
+        self.reserved = self.reserved.max(end);
         self.ring
             .u64_at(hdr::RESERVED)
-            .store(end, Ordering::Relaxed);
+            .store(self.reserved, Ordering::Relaxed);
         // SYNC(seqlock): Release fence before the first byte of this reservation is written; pairs
         // with the Acquire fence a lossy reader issues after copying, before it loads `reserved`
         // (Reader::try_copy). A reader that saw any byte written below sees `reserved >= end`.
@@ -396,7 +344,8 @@ impl<A> Writer<A> {
         }
     }
 
-    /// Commits a reservation and calls `wake` for every subscriber parked with
+    /// Commits a reservation, with the length it has now (see [`Reservation::truncate`]), and
+    /// calls `wake` for every subscriber parked with
     /// [`PARKED_SIGNAL`](wake::PARKED_SIGNAL). Returns what the transport must do; if
     /// [`Wakeups::wake_word`] is set, the [`wake_word`](Self::wake_word) was advanced and the
     /// transport must wake every sleeper on it.
@@ -424,7 +373,8 @@ impl<A> Writer<A> {
         self.wake_parked(wake)
     }
 
-    /// Drops a reservation without publishing it.
+    /// Drops a reservation without publishing it. The next reservation starts where this one
+    /// did; `reserved` keeps this one's end (see [`Writer::try_reserve`]).
     pub fn abandon(&mut self, res: Reservation) {
         drop(res);
     }

@@ -187,7 +187,7 @@ pub use error::{
     WaitError,
 };
 pub use handshake::{DecodeError, RefuseReason};
-pub use loan::{Loan, PodLoan};
+pub use loan::{Loan, LoanFull, PodLoan};
 pub use policy::Admission;
 pub use publisher::{
     DEFAULT_SPIN_LIMIT, DEFAULT_STALL_BOUND, Publisher, PublisherBuilder, PublisherStats,

@@ -403,6 +403,42 @@ impl Publisher {
         self.loan_until(len, Wait::Never)
     }
 
+    /// Lends a buffer of up to `max` bytes for a message whose length is known only once it is
+    /// written: the loan starts empty, is filled by appending (`io::Write`, `write!`, a
+    /// serializer's writer, [`Loan::extend_from_slice`]) and [`publish`](Loan::publish) sends
+    /// exactly the bytes written. Waits for space as [`loan`](Self::loan) does, for all `max`
+    /// bytes: ask for what the message may need, not more (the unused part is free again at once
+    /// when the message is published).
+    ///
+    /// ```no_run
+    /// use std::io::Write;
+    ///
+    /// let mut publisher = shmcast::Publisher::bind("events")?;
+    /// let mut loan = publisher.loan_up_to(128)?;
+    /// write!(loan, "job {} done in {} ms", 17, 240)?;
+    /// loan.publish(); // 21 bytes
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn loan_up_to(&mut self, max: usize) -> Result<Loan<'_>, LoanError> {
+        self.loan_until(max, Wait::Forever).map(Loan::emptied)
+    }
+
+    /// Like [`loan_up_to`](Self::loan_up_to), but gives up with [`LoanError::Timeout`] after
+    /// `timeout`.
+    pub fn loan_up_to_timeout(
+        &mut self,
+        max: usize,
+        timeout: Duration,
+    ) -> Result<Loan<'_>, LoanError> {
+        self.loan_until(max, Wait::For(timeout)).map(Loan::emptied)
+    }
+
+    /// Like [`loan_up_to`](Self::loan_up_to), but never waits: a full ring is
+    /// [`LoanError::Full`].
+    pub fn try_loan_up_to(&mut self, max: usize) -> Result<Loan<'_>, LoanError> {
+        self.loan_until(max, Wait::Never).map(Loan::emptied)
+    }
+
     /// Reserves `len` bytes, waiting for space as `wait` says. Deadlines count from the moment
     /// the ring is first found full, which is the call itself up to one reservation attempt.
     fn loan_until(&mut self, len: usize, wait: Wait) -> Result<Loan<'_>, LoanError> {

@@ -3,8 +3,9 @@
 use crate::layout::{CONTROL_BLOCK_LEN, RingConfig};
 use crate::reader::{ReadError, Reader};
 use crate::region::Region;
+use crate::reservation::ReserveError;
 use crate::sync::Ordering;
-use crate::writer::{Mode, ReserveError, Start, Writer, WriterStats};
+use crate::writer::{Mode, Start, Writer, WriterStats};
 
 /// Checks, by panicking, what the writer promises whatever the subscribers write into their
 /// control blocks. `input` drives a writer (ring of 1 KiB, messages up to 200 bytes) with one
