@@ -104,6 +104,9 @@ pub struct Verifier {
     pub skipped: u64,
     /// Extra work after each message, ns of busy waiting: a consumer slower than its producer.
     work_ns: u64,
+    /// Sum over checked messages of how many newer ones were committed when each was received,
+    /// for receivers that can tell (shmcast's lossy ones); 0 otherwise.
+    pub behind: u64,
 }
 
 impl Verifier {
@@ -121,6 +124,7 @@ impl Verifier {
             messages: 0,
             skipped: 0,
             work_ns: 0,
+            behind: 0,
         }
     }
 

@@ -2,7 +2,11 @@
 //! Messages of `--size` bytes (1 MiB) from one publisher to N subscribers (1, 2, 3, 4), every
 //! byte written by the publisher and read by every subscriber. Reports messages per second per
 //! subscriber and aggregate delivered bytes per second, and their ratios to every alternative,
-//! per repetition.
+//! per repetition. Lossy shmcast subscribers run once per resume policy (`shmcast-lossy`: half
+//! a ring behind the publisher after a lag, the default; `shmcast-lossy-newest`: the newest
+//! message; `shmcast-lossy-oldest`: the oldest) and once with
+//! latest reads (`shmcast-latest`), and report the fraction delivered and how many messages
+//! behind the newest each delivered one was when received.
 
 use serde_json::json;
 
@@ -23,6 +27,9 @@ fn transports() -> Vec<Transport> {
         Transport::UnixStream,
         Transport::ShmcastGating,
         Transport::ShmcastLossy,
+        Transport::ShmcastLossyNewest,
+        Transport::ShmcastLossyOldest,
+        Transport::ShmcastLatest,
         #[cfg(feature = "iceoryx2")]
         Transport::Iceoryx2,
     ]
@@ -116,7 +123,7 @@ fn report(
     if limits.is_some() {
         header.push("of ceiling");
     }
-    header.extend(["cpu µs/msg", "pub syscalls/msg", "delivered"]);
+    header.extend(["cpu µs/msg", "pub syscalls/msg", "delivered", "behind"]);
     let mut table = Table::new(&header);
     let mut results = Vec::new();
     for m in measured {
@@ -158,6 +165,17 @@ fn report(
             row.push(format!("{cpu_us:.1}"));
             row.push(format!("{syscalls:.2}"));
             row.push(format!("{:.1}%", fraction * 100.0));
+            let behind = Summary::of(
+                &outcomes
+                    .iter()
+                    .map(Outcome::mean_behind)
+                    .collect::<Vec<_>>(),
+            );
+            row.push(if t.lossy() {
+                behind.show(1.0, 2)
+            } else {
+                "-".into()
+            });
             table.row(row);
             results.push(json!({
                 "transport": t.name(),
@@ -169,6 +187,7 @@ fn report(
                 "ratios_bytes_per_s": ratios.iter().map(|(a, r)| (a.name().to_owned(), r.json(1.0))).collect::<serde_json::Map<_, _>>(),
                 "of_ceiling": of_ceiling,
                 "delivered_fraction": fraction,
+                "mean_behind": t.lossy().then_some(behind.median),
                 "cpu_us_per_msg": cpu_us,
                 "cpu_us_per_msg_lifetime": cpu_life_us,
                 "publisher_syscalls_per_msg": syscalls,
@@ -179,6 +198,7 @@ fn report(
                     "cpu_ns": x.cpu_ns,
                     "cpu_lifetime_ns": x.cpu_lifetime_ns,
                     "publisher_syscalls": x.publisher_syscalls,
+                    "behind_sum": x.behind,
                 })).collect::<Vec<_>>(),
             }));
         }
@@ -187,7 +207,9 @@ fn report(
     text.push_str(
         "  msgs/s per sub = messages each subscriber checked per second; aggregate = bytes \
          checked by all subscribers per second\n  ratios: median (min..max) of per-repetition \
-         ratios of aggregate bytes/s; cpu = publisher + subscribers, per published message\n",
+         ratios of aggregate bytes/s; cpu = publisher + subscribers, per published message\n  \
+         delivered = messages checked / (published x subscribers); behind (lossy only) = how many \
+         newer messages were committed when each delivered one was received, mean per repetition\n",
     );
     if let Some(l) = limits {
         text.push_str(&format!(

@@ -104,6 +104,22 @@
 #define SHMCAST_START_OLDEST 1
 
 /**
+ * `resume`: after a lag, continue two of the largest messages ahead of where the publisher
+ * overwrites next, so that the next read has time to finish (default).
+ */
+#define SHMCAST_RESUME_SLACK 0
+
+/**
+ * `resume`: after a lag, continue with the newest message.
+ */
+#define SHMCAST_RESUME_NEWEST 1
+
+/**
+ * `resume`: after a lag, continue with the oldest message still in the ring.
+ */
+#define SHMCAST_RESUME_OLDEST 2
+
+/**
  * The codes every fallible function returns: 0 for success, negative for an error.
  *
  * Functions return them as `int`; `shmcast_strerror` describes one.
@@ -408,9 +424,15 @@ typedef struct shmcast_subscriber_options {
      */
     const char *directory;
     /**
+     * Where a lossy subscriber continues after a lag (`SHMCAST_ELAGGED`, whose count is exact
+     * whatever this says): `SHMCAST_RESUME_SLACK` (default), `SHMCAST_RESUME_NEWEST` or
+     * `SHMCAST_RESUME_OLDEST`.
+     */
+    int32_t resume;
+    /**
      * Reserved for future options: zeroed by the `_init` function, must stay zero.
      */
-    uint64_t reserved[1];
+    uint32_t reserved[1];
 } shmcast_subscriber_options;
 
 /**
@@ -973,6 +995,26 @@ void shmcast_subscriber_destroy(struct shmcast_subscriber *sub);
 int shmcast_subscriber_recv(struct shmcast_subscriber *sub,
                             int timeout_ms,
                             struct shmcast_sample *out);
+
+/**
+ * Receives the newest message in place, skipping every older one not yet received, and
+ * stores in `*skipped` (if not `NULL`) how many it passed over since the previous receive: for
+ * subscribers that want the current value, not the history. `*out` describes the message
+ * until `shmcast_sample_release`, exactly as after `shmcast_subscriber_recv`, whose rules on
+ * holding one sample, blocking (`timeout_ms`: -1, 0 for a try that arms the descriptor, or a
+ * positive bound) and threads apply. A lap while reading is absorbed into the skipped count,
+ * so `SHMCAST_ELAGGED` is never returned; a message kept after `SHMCAST_EMSGSIZE` is dropped.
+ *
+ * Errors: as `shmcast_subscriber_recv`, without `SHMCAST_ELAGGED`.
+ *
+ * # Safety
+ *
+ * As `shmcast_subscriber_recv`; `skipped` is `NULL` or points to a writable `uint64_t`.
+ */
+int shmcast_subscriber_recv_latest(struct shmcast_subscriber *sub,
+                                   int timeout_ms,
+                                   struct shmcast_sample *out,
+                                   uint64_t *skipped);
 
 /**
  * Releases a sample from `shmcast_subscriber_recv`: its `data` must not be read afterwards,

@@ -8,7 +8,7 @@
 
 use crate::contract::Fields;
 use crate::error::{Failure, SHMCAST_EINVAL, SHMCAST_ETOPIC, guard};
-use shmcast_transport::{Admission, Mode, PublisherBuilder, Start, SubscriberBuilder};
+use shmcast_transport::{Admission, Mode, PublisherBuilder, Resume, Start, SubscriberBuilder};
 use std::ffi::{CStr, OsStr, c_char, c_int};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
@@ -34,6 +34,14 @@ pub const SHMCAST_MODE_LOSSY: i32 = 1;
 pub const SHMCAST_START_NEWEST: i32 = 0;
 /// Start with the oldest message still in the ring (late-joiner history).
 pub const SHMCAST_START_OLDEST: i32 = 1;
+
+/// `resume`: after a lag, continue two of the largest messages ahead of where the publisher
+/// overwrites next, so that the next read has time to finish (default).
+pub const SHMCAST_RESUME_SLACK: i32 = 0;
+/// `resume`: after a lag, continue with the newest message.
+pub const SHMCAST_RESUME_NEWEST: i32 = 1;
+/// `resume`: after a lag, continue with the oldest message still in the ring.
+pub const SHMCAST_RESUME_OLDEST: i32 = 2;
 
 /// Settings for `shmcast_publisher_create`. Initialise with `shmcast_publisher_options_init`,
 /// then change the fields you need.
@@ -176,8 +184,12 @@ pub struct shmcast_subscriber_options {
     /// topic that is a socket path. Default `NULL`: the default directory. Read during
     /// `shmcast_subscriber_connect` only.
     pub directory: *const c_char,
+    /// Where a lossy subscriber continues after a lag (`SHMCAST_ELAGGED`, whose count is exact
+    /// whatever this says): `SHMCAST_RESUME_SLACK` (default), `SHMCAST_RESUME_NEWEST` or
+    /// `SHMCAST_RESUME_OLDEST`.
+    pub resume: i32,
     /// Reserved for future options: zeroed by the `_init` function, must stay zero.
-    pub reserved: [u64; 1],
+    pub reserved: [u32; 1],
 }
 
 impl Default for shmcast_subscriber_options {
@@ -198,6 +210,7 @@ impl Default for shmcast_subscriber_options {
             expect_schema_version: 0,
             expect_max_message: 0,
             directory: std::ptr::null(),
+            resume: SHMCAST_RESUME_SLACK,
             reserved: [0; 1],
         }
     }
@@ -319,7 +332,11 @@ pub(crate) unsafe fn subscriber_builder(
     opts: Option<&shmcast_subscriber_options>,
 ) -> Result<SubscriberBuilder, Failure> {
     let o = opts.copied().unwrap_or_default();
-    check_stamp(o.abi_version, &o.reserved, "shmcast_subscriber")?;
+    check_stamp(
+        o.abi_version,
+        &o.reserved.map(u64::from),
+        "shmcast_subscriber",
+    )?;
     let mode = match o.mode {
         SHMCAST_MODE_GATING => Mode::Gating,
         SHMCAST_MODE_LOSSY => Mode::Lossy,
@@ -329,6 +346,12 @@ pub(crate) unsafe fn subscriber_builder(
         SHMCAST_START_NEWEST => Start::Newest,
         SHMCAST_START_OLDEST => Start::Oldest,
         other => return Err(Failure::invalid(format_args!("unknown start {other}"))),
+    };
+    let resume = match o.resume {
+        SHMCAST_RESUME_SLACK => Resume::Slack,
+        SHMCAST_RESUME_NEWEST => Resume::Newest,
+        SHMCAST_RESUME_OLDEST => Resume::Oldest,
+        other => return Err(Failure::invalid(format_args!("unknown resume {other}"))),
     };
     if o.handshake_timeout_ms == 0 {
         return Err(Failure::invalid("handshake_timeout_ms must be at least 1"));
@@ -341,6 +364,7 @@ pub(crate) unsafe fn subscriber_builder(
     let mut b = SubscriberBuilder::new(topic)
         .mode(mode)
         .start(start)
+        .resume(resume)
         .spin(o.spin)
         .publisher(publisher)
         .handshake_timeout(Duration::from_millis(o.handshake_timeout_ms.into()));

@@ -75,6 +75,27 @@ impl shmcast_subscriber {
         };
         Ok(self.sample.insert(sample))
     }
+
+    /// The newest message, now held in the handle, and how many were passed over to reach it.
+    /// A message kept after `SHMCAST_EMSGSIZE` is older than the newest: it is dropped.
+    fn fetch_latest(&mut self, wait: Wait) -> Result<(&Sample<'static>, u64), Failure> {
+        if self.lent {
+            return Err(Failure::busy(
+                "a sample is outstanding: call shmcast_sample_release first",
+            ));
+        }
+        self.sample = None;
+        // As in `fetch`: the `'static` borrow goes into `self.sample`.
+        // SAFETY: no sample is held (dropped above): nothing else refers to the subscriber.
+        let subscriber: &'static mut Subscriber = unsafe { &mut *self.subscriber.as_ptr() };
+        let latest = match wait {
+            Wait::Never => subscriber.try_recv_latest(),
+            Wait::Forever => subscriber.recv_latest(),
+            Wait::For(t) => subscriber.recv_latest_timeout(t),
+        }?;
+        let skipped = latest.skipped();
+        Ok((self.sample.insert(latest.into_sample()), skipped))
+    }
 }
 
 impl Drop for shmcast_subscriber {
@@ -111,6 +132,16 @@ impl shmcast_sample {
         seq: 0,
         owner: std::ptr::null_mut(),
     };
+
+    /// The description of `sample`, held by `owner`.
+    fn of(sample: &Sample<'_>, owner: *mut shmcast_subscriber) -> shmcast_sample {
+        shmcast_sample {
+            data: sample.as_ptr().cast(),
+            len: sample.len(),
+            seq: sample.seq(),
+            owner,
+        }
+    }
 }
 
 /// Subscriber counters, from `shmcast_subscriber_get_stats`.
@@ -261,16 +292,52 @@ pub unsafe extern "C" fn shmcast_subscriber_recv(
         // SAFETY: the caller promises null or a live handle used by this thread only.
         let h = unsafe { handle(sub) }?;
         let wait = Wait::from_ms(timeout_ms)?;
-        let sample = h.fetch(wait)?;
-        let described = shmcast_sample {
-            data: sample.as_ptr().cast(),
-            len: sample.len(),
-            seq: sample.seq(),
-            owner: sub,
-        };
+        let described = shmcast_sample::of(h.fetch(wait)?, sub);
         h.lent = true;
         // SAFETY: as above.
         unsafe { out.write(described) };
+        Ok(())
+    })
+}
+
+/// Receives the newest message in place, skipping every older one not yet received, and
+/// stores in `*skipped` (if not `NULL`) how many it passed over since the previous receive: for
+/// subscribers that want the current value, not the history. `*out` describes the message
+/// until `shmcast_sample_release`, exactly as after `shmcast_subscriber_recv`, whose rules on
+/// holding one sample, blocking (`timeout_ms`: -1, 0 for a try that arms the descriptor, or a
+/// positive bound) and threads apply. A lap while reading is absorbed into the skipped count,
+/// so `SHMCAST_ELAGGED` is never returned; a message kept after `SHMCAST_EMSGSIZE` is dropped.
+///
+/// Errors: as `shmcast_subscriber_recv`, without `SHMCAST_ELAGGED`.
+///
+/// # Safety
+///
+/// As `shmcast_subscriber_recv`; `skipped` is `NULL` or points to a writable `uint64_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_subscriber_recv_latest(
+    sub: *mut shmcast_subscriber,
+    timeout_ms: c_int,
+    out: *mut shmcast_sample,
+    skipped: *mut u64,
+) -> c_int {
+    guard(|| {
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        // SAFETY: `out` is non-null and writable (caller's promise).
+        unsafe { out.write(shmcast_sample::EMPTY) };
+        // SAFETY: the caller promises null or a live handle used by this thread only.
+        let h = unsafe { handle(sub) }?;
+        let wait = Wait::from_ms(timeout_ms)?;
+        let (sample, passed) = h.fetch_latest(wait)?;
+        let described = shmcast_sample::of(sample, sub);
+        h.lent = true;
+        // SAFETY: as above.
+        unsafe { out.write(described) };
+        // SAFETY: the caller promises null or a writable u64.
+        if let Some(s) = unsafe { skipped.as_mut() } {
+            *s = passed;
+        }
         Ok(())
     })
 }

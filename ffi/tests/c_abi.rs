@@ -272,6 +272,47 @@ fn variable_length(r: Runner) {
     assert!(got.stdout.contains("checks passed"), "{}", got.stdout);
 }
 
+/// A lossy C subscriber lapped by a Rust publisher resumes where its policy says, with an exact
+/// lag, then receives the newest message with `shmcast_subscriber_recv_latest`.
+fn resume_and_latest(r: Runner) {
+    let total = 2000u64;
+    let mut lags = Vec::new();
+    for resume in ["oldest", "slack", "newest"] {
+        let topic = r.topic(&format!("latest-{resume}"));
+        let mut publisher = Publisher::builder(&topic).capacity(4096).bind().unwrap();
+        let mut sub = r.spawn(
+            &compile("latest", Link::Shared),
+            &[&topic, &total.to_string(), resume],
+        );
+        sub.expect_line("connected");
+        sub.wait_for("the C subscriber connecting", || {
+            publisher.subscriber_count() == 1
+        });
+        for seq in 0..total {
+            publisher.send(&gen_message(seq)).unwrap();
+        }
+        drop(publisher);
+        sub.send_line("go");
+        let got = sub.wait();
+        got.assert_success();
+        let (lagged, skipped) = (
+            got.value("lagged", "lagged"),
+            got.value("latest", "skipped"),
+        );
+        assert_eq!(
+            lagged + skipped + 1,
+            total,
+            "{resume}: every message accounted for"
+        );
+        lags.push(lagged);
+    }
+    assert!(
+        lags[0] < lags[1],
+        "slack resumes after the oldest: {lags:?}"
+    );
+    assert_eq!(lags[2], total - 1, "newest resumes with the last message");
+}
+
 macro_rules! scenarios {
     ($($name:ident),* $(,)?) => {
         mod native {
@@ -313,6 +354,7 @@ scenarios!(
     contract,
     topic_paths,
     variable_length,
+    resume_and_latest,
 );
 
 /// The examples build with their Makefile against the fresh library and talk to each other.

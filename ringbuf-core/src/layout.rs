@@ -12,7 +12,8 @@
 //!  0     +--------------------------------------------------------------+
 //!        | line 0  static     magic version header_len capacity         |  written before
 //!        |                    max_payload frame_align total_len         |  the first admit
-//!  128   | line 1  writer-hot committed next_seq reserved tail          |  every message
+//!  128   | line 1  writer-hot committed next_seq reserved tail newest   |  every message
+//!        |                    slack                                     |
 //!  256   | line 2  writer-cold closed writer_waiting wake               |  rarely
 //!  384   | line 3  spare                                                |
 //!  512   +--------------------------------------------------------------+
@@ -91,7 +92,18 @@ pub struct RingHeader {
     pub reserved: u64,
     /// Writer-owned. Start of the oldest frame still intact. Release-stored.
     pub tail: u64,
-    _line1: [u8; LINE - 32],
+    /// Writer-owned. Start of the newest committed message frame (0 before the first commit).
+    /// Stored Relaxed before the Release store of `committed` that publishes the frame, so a
+    /// reader that loaded `committed` finds here that frame's start or a later one. Where a
+    /// lapped or "latest" reader resumes; a reader that finds it unusable falls back to `tail`.
+    pub newest: u64,
+    /// Writer-owned. Start of the oldest frame at least half the data area ahead of the bytes
+    /// the writer overwrites next: the first frame boundary at or after
+    /// `reserved - capacity/2`, at most `committed` (0 until the first wrap). Release-stored
+    /// when the writer moves `tail`. Where a lapped reader resumes with the default policy: a
+    /// read that starts there has half a ring of slack before the writer reaches it.
+    pub slack: u64,
+    _line1: [u8; LINE - 48],
     /// Writer-owned. Non-zero once the stream has ended (no more commits).
     pub closed: u32,
     /// Writer-owned. Non-zero while the writer waits for gating subscribers to release space:
@@ -168,6 +180,8 @@ pub(crate) mod hdr {
     pub const NEXT_SEQ: usize = offset_of!(RingHeader, next_seq);
     pub const RESERVED: usize = offset_of!(RingHeader, reserved);
     pub const TAIL: usize = offset_of!(RingHeader, tail);
+    pub const NEWEST: usize = offset_of!(RingHeader, newest);
+    pub const SLACK: usize = offset_of!(RingHeader, slack);
     pub const CLOSED: usize = offset_of!(RingHeader, closed);
     pub const WRITER_WAITING: usize = offset_of!(RingHeader, writer_waiting);
     pub const WAKE: usize = offset_of!(RingHeader, wake);
@@ -194,7 +208,7 @@ const _: () = {
     assert!(size_of::<RingHeader>() == HEADER_LEN);
     assert!(size_of::<ControlBlock>() == CONTROL_BLOCK_LEN);
     assert!(hdr::TOTAL_LEN + 8 <= LINE);
-    assert!(hdr::COMMITTED == LINE && hdr::TAIL + 8 <= 2 * LINE);
+    assert!(hdr::COMMITTED == LINE && hdr::SLACK + 8 <= 2 * LINE);
     assert!(hdr::CLOSED == 2 * LINE && hdr::WAKE + 4 <= 3 * LINE);
     assert!(cb::START_SEQ + 8 <= LINE);
     assert!(cb::CURSOR == LINE && cb::NEXT_SEQ + 8 <= 2 * LINE);

@@ -51,10 +51,12 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod frame;
+pub mod latest;
 pub mod layout;
 pub mod reader;
 pub mod region;
 pub mod reservation;
+pub mod resume;
 mod sync;
 #[cfg(feature = "test-support")]
 #[doc(hidden)]
@@ -63,11 +65,13 @@ pub mod wake;
 pub mod writer;
 
 pub use frame::FrameError;
+pub use latest::Skip;
 pub use layout::{
     CONTROL_BLOCK_LEN, ConfigError, HEADER_LEN, LayoutError, RingConfig, validate_ring,
 };
 pub use reader::{Copied, Frame, ReadError, Reader, ReaderStats};
 pub use region::Region;
 pub use reservation::{Reservation, ReserveError};
+pub use resume::Resume;
 pub use wake::Wakeups;
 pub use writer::{Mode, Start, SubscriberId, SubscriberInfo, Writer, WriterStats};

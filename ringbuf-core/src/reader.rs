@@ -9,7 +9,11 @@
 //! # Overload and failure
 //!
 //! * A lossy reader that the writer laps gets [`ReadError::Lagged`] with the exact number of
-//!   messages it missed, then continues in order from the oldest intact frame.
+//!   messages it missed, then continues in order from where its [`Resume`] policy says: two of
+//!   the largest frames ahead of the writer's overwrite point (the default), the newest
+//!   committed message, or the oldest intact one.
+//! * [`Reader::skip_to_newest`] skips to the newest committed message on request (a "latest"
+//!   read) and says how many messages it skipped.
 //! * Everything read from the ring is untrusted: an impossible header, position or sequence number
 //!   yields [`ReadError::Corrupt`], never a panic or an out-of-bounds access.
 //! * Once the writer closes the stream, the reader first gets every committed message, then
@@ -24,7 +28,9 @@
 //! writer.admit(cb.clone(), Mode::Lossy, Start::Newest, ())?;
 //! let mut reader = Reader::attach(writer.ring().clone(), cb)?;
 //!
-//! // Ten 48-byte messages into a 256-byte ring: the lossy reader was lapped.
+//! // Ten 48-byte messages into a 256-byte ring: the lossy reader was lapped. Resuming with the
+//! // oldest intact message, it missed six.
+//! reader.set_resume(shmcast_core::Resume::Oldest);
 //! for i in 0..10u8 {
 //!     writer.send(&[i; 48], |_| {})?;
 //! }
@@ -39,12 +45,13 @@
 use crate::frame::{self, FrameError, Kind};
 use crate::layout::{self, LayoutError, RingConfig, cb, hdr};
 use crate::region::Region;
+use crate::resume::{self, Found, Geometry, Resume};
 use crate::sync::{AtomicU32, Ordering, fence};
 use crate::wake;
 use core::fmt;
 
 /// Attempts to find a stable frame after being lapped before reporting "try again".
-const RESYNC_ATTEMPTS: usize = 64;
+pub(crate) const RESYNC_ATTEMPTS: usize = 64;
 
 /// Why no message was returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,8 +60,8 @@ pub enum ReadError {
     Empty,
     /// The stream ended and everything committed was read.
     Closed,
-    /// The writer overwrote this many messages before they were read; reading continues with
-    /// the oldest intact one.
+    /// The writer overwrote this many messages before they were read; reading continues where
+    /// the reader's [`Resume`] policy says.
     Lagged(u64),
     /// The writer demoted this gating reader to lossy (it stalled too long or its cursor was
     /// invalid). Reported once by `try_peek`; read on with `try_copy`.
@@ -140,28 +147,31 @@ pub struct ReaderStats {
     pub lagged: u64,
     /// `Lagged` reports.
     pub lag_events: u64,
+    /// Messages skipped on request by [`Reader::skip_to_newest`] (not counted in `lagged`).
+    pub skipped: u64,
 }
 
 /// One subscriber's side of a ring.
 pub struct Reader {
-    ring: Region,
+    pub(crate) ring: Region,
     cb: Region,
     cap: u64,
     mask: u64,
     max_payload: u32,
     /// Position of the next frame to read.
-    pos: u64,
+    pub(crate) pos: u64,
     /// Sequence number the next message must carry.
-    seq: u64,
+    pub(crate) seq: u64,
     /// The last `committed` a gating peek loaded (Acquire). Frames below it are committed and,
     /// for a gating reader, stay intact until released, so peeks below it need not reload the
     /// writer's hot line.
-    seen: u64,
+    pub(crate) seen: u64,
     /// The writer's wait for space (`writer_waiting`) this reader last signalled.
-    signalled_wait: u32,
-    gating: bool,
+    pub(crate) signalled_wait: u32,
+    pub(crate) gating: bool,
     writer_gone: bool,
-    stats: ReaderStats,
+    resume: Resume,
+    pub(crate) stats: ReaderStats,
 }
 
 impl fmt::Debug for Reader {
@@ -228,6 +238,7 @@ impl Reader {
             signalled_wait: 0,
             gating,
             writer_gone: false,
+            resume: Resume::default(),
             stats: ReaderStats::default(),
         })
     }
@@ -240,6 +251,24 @@ impl Reader {
     /// Counters.
     pub fn stats(&self) -> ReaderStats {
         self.stats
+    }
+
+    /// Where this reader continues after the writer laps it (default [`Resume::Slack`]).
+    pub fn set_resume(&mut self, resume: Resume) {
+        self.resume = resume;
+    }
+
+    /// The resume policy.
+    pub fn resume(&self) -> Resume {
+        self.resume
+    }
+
+    pub(crate) fn geometry(&self) -> Geometry {
+        Geometry {
+            cap: self.cap,
+            mask: self.mask,
+            max_payload: self.max_payload,
+        }
     }
 
     /// Sequence number of the next message this reader expects.
@@ -274,7 +303,7 @@ impl Reader {
     }
 
     /// `Empty` or `Closed` for a reader that has read everything up to `committed`.
-    fn at_end(&self) -> ReadError {
+    pub(crate) fn at_end(&self) -> ReadError {
         // SYNC(close): Acquire; pairs with the Release store in Writer::close, which follows the
         // last commit, so re-reading `committed` afterwards gives the final position.
         let closed = self.ring.u32_at(hdr::CLOSED).load(Ordering::Acquire) != 0;
@@ -288,7 +317,7 @@ impl Reader {
     }
 
     /// Loads `committed` and checks it against our position.
-    fn load_committed(&self) -> Result<u64, ReadError> {
+    pub(crate) fn load_committed(&self) -> Result<u64, ReadError> {
         // SYNC(commit): Acquire; pairs with the Release store of `committed` in Writer::commit.
         let committed = self.ring.u64_at(hdr::COMMITTED).load(Ordering::Acquire);
         if committed < self.pos || committed % frame::FRAME_ALIGN as u64 != 0 {
@@ -378,7 +407,7 @@ impl Reader {
         wake::writer_to_signal(&self.ring, &mut self.signalled_wait)
     }
 
-    fn publish_progress(&self) {
+    pub(crate) fn publish_progress(&self) {
         self.cb
             .u64_at(cb::NEXT_SEQ)
             .store(self.seq, Ordering::Relaxed);
@@ -416,6 +445,7 @@ impl Reader {
         }
         loop {
             let committed = self.load_committed()?;
+            resume::step();
             if self.pos == committed {
                 return Err(self.at_end());
             }
@@ -426,11 +456,13 @@ impl Reader {
             let off = layout::data_off(self.pos, self.mask);
             let meta = self.ring.u64_at(off).load(Ordering::Relaxed);
             let seq = self.ring.u64_at(off + 8).load(Ordering::Relaxed);
+            resume::step();
             let geometry = frame::decode(meta, self.pos, committed, self.cap, self.max_payload);
             if let Some(g) = geometry.as_ref().ok().filter(|g| g.kind == Kind::Message) {
                 dst.clear();
                 dst.resize(g.len as usize, 0);
                 self.ring.copy_racy(off + frame::FRAME_HEADER_LEN, dst);
+                resume::step();
             }
             // SYNC(seqlock): Acquire fence after the racy copy, before loading `reserved`; pairs
             // with the Release fence in Writer::try_reserve. If any byte we copied came from a
@@ -465,14 +497,16 @@ impl Reader {
         }
     }
 
-    /// After being lapped: moves to the oldest intact frame and reports how many messages were
-    /// skipped as `Lagged`. `Ok` if it moved past padding only (nothing missed: read on), and
+    /// After being lapped: moves to where the resume policy says (the oldest intact frame, or,
+    /// if messages were lost, the writer's slack frame or the newest message, each falling back
+    /// to the next) and reports how many messages were skipped as `Lagged`. `Ok` if it moved past padding only (nothing missed: read on), and
     /// `Empty` (try again) if the writer keeps lapping us meanwhile. Every `Ok` moves the position
     /// forward, so a caller that loops on it stops.
     fn resync(&mut self) -> Result<(), ReadError> {
         for _ in 0..RESYNC_ATTEMPTS {
             // SYNC(tail): Acquire; pairs with the Release store in Writer::advance_tail.
             let tail = self.ring.u64_at(hdr::TAIL).load(Ordering::Acquire);
+            resume::step();
             let committed = self.load_committed()?;
             if tail <= self.pos {
                 // The writer's new tail is not visible yet.
@@ -490,6 +524,7 @@ impl Reader {
             let off = layout::data_off(tail, self.mask);
             let meta = self.ring.u64_at(off).load(Ordering::Relaxed);
             let seq = self.ring.u64_at(off + 8).load(Ordering::Relaxed);
+            resume::step();
             // SYNC(seqlock): as in try_copy.
             fence(Ordering::Acquire);
             let reserved = self.ring.u64_at(hdr::RESERVED).load(Ordering::Relaxed);
@@ -499,30 +534,78 @@ impl Reader {
             if let Err(e) = frame::decode(meta, tail, committed, self.cap, self.max_payload) {
                 return Err(e.into());
             }
-            let Some(missed) = seq.checked_sub(self.seq) else {
-                return Err(FrameError::Sequence {
-                    expected: self.seq,
-                    found: seq,
+            // Lapped by padding only, nothing is lost: read on in order whatever the policy.
+            if seq != self.seq {
+                let moved = match self.resume {
+                    Resume::Oldest => None,
+                    Resume::Newest => self.resync_to(Resume::Newest),
+                    Resume::Slack => self
+                        .resync_to(Resume::Slack)
+                        .or_else(|| self.resync_to(Resume::Newest)),
+                };
+                if let Some(done) = moved {
+                    return done;
                 }
-                .into());
-            };
-            self.pos = tail;
-            self.seq = seq;
-            if missed == 0 {
-                return Ok(());
             }
-            self.stats.lagged = self.stats.lagged.saturating_add(missed);
-            self.stats.lag_events = self.stats.lag_events.saturating_add(1);
-            self.cb
-                .u64_at(cb::LAGGED)
-                .store(self.stats.lagged, Ordering::Relaxed);
-            self.cb
-                .u64_at(cb::LAG_EVENTS)
-                .store(self.stats.lag_events, Ordering::Relaxed);
-            self.publish_progress();
-            return Err(ReadError::Lagged(missed));
+            return self.lapped_to(tail, seq);
         }
         Err(ReadError::Empty)
+    }
+
+    /// The resume point of `at` (the writer's `slack` frame, or the newest message), or `None`
+    /// to resume elsewhere (the `resume` module says when).
+    fn resync_to(&mut self, at: Resume) -> Option<Result<(), ReadError>> {
+        let mut last = None;
+        for _ in 0..RESYNC_ATTEMPTS {
+            let slack = (at == Resume::Slack).then(|| resume::slack(&self.ring));
+            let committed = match self.load_committed() {
+                Ok(c) => c,
+                Err(e) => return Some(Err(e)),
+            };
+            let found = match slack {
+                Some(pos) => resume::frame_at(&self.ring, self.geometry(), pos, committed),
+                None => resume::newest(&self.ring, self.geometry(), committed),
+            };
+            match found {
+                Found::At { pos, seq, .. } if pos > self.pos => {
+                    return Some(self.lapped_to(pos, seq));
+                }
+                Found::At { .. } | Found::Unusable => return None,
+                // Overwritten while `committed` stood still: an open reservation covers it,
+                // which the oldest-frame path knows how to wait for.
+                Found::Moved if last == Some(committed) => return None,
+                Found::Moved => last = Some(committed),
+            }
+            crate::sync::spin_hint();
+        }
+        None
+    }
+
+    /// Moves a lapped reader to the intact frame at `pos`, whose header carries `seq`, and
+    /// reports the messages missed on the way: `Lagged`, or `Ok` if none (only padding).
+    fn lapped_to(&mut self, pos: u64, seq: u64) -> Result<(), ReadError> {
+        let Some(missed) = seq.checked_sub(self.seq) else {
+            return Err(FrameError::Sequence {
+                expected: self.seq,
+                found: seq,
+            }
+            .into());
+        };
+        self.pos = pos;
+        self.seq = seq;
+        if missed == 0 {
+            return Ok(());
+        }
+        self.stats.lagged = self.stats.lagged.saturating_add(missed);
+        self.stats.lag_events = self.stats.lag_events.saturating_add(1);
+        self.cb
+            .u64_at(cb::LAGGED)
+            .store(self.stats.lagged, Ordering::Relaxed);
+        self.cb
+            .u64_at(cb::LAG_EVENTS)
+            .store(self.stats.lag_events, Ordering::Relaxed);
+        self.publish_progress();
+        Err(ReadError::Lagged(missed))
     }
 
     /// Announces that this reader is about to sleep until its own signal (the transport's

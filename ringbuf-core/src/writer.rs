@@ -128,6 +128,8 @@ pub struct Writer<A> {
     reserved: u64,
     next_seq: u64,
     tail: u64,
+    /// The header's `slack`: a frame boundary half a ring ahead of the overwrite point.
+    slack: u64,
     /// Lowest gating cursor as last read; never above the true minimum, refreshed only when the
     /// cached value says the ring is full (saves reading every subscriber's line per message).
     min_gate: u64,
@@ -170,6 +172,7 @@ impl<A> Writer<A> {
             reserved: 0,
             next_seq: 0,
             tail: 0,
+            slack: 0,
             min_gate: 0,
             closed: false,
             wait_epoch: 0,
@@ -274,26 +277,16 @@ impl<A> Writer<A> {
     /// Moves `tail` to the first frame boundary at or after `target` (frames below it are about
     /// to be overwritten). Walks the writer's own frames, which only it writes.
     fn advance_tail(&mut self, target: u64) {
-        let mut tail = self.tail;
-        while tail < target {
-            let meta = self
-                .ring
-                .u64_at(layout::data_off(tail, self.mask))
-                .load(Ordering::Relaxed);
-            match frame::decode(
-                meta,
-                tail,
-                self.committed,
-                self.cfg.capacity(),
-                self.cfg.max_payload() as u32,
-            ) {
-                Ok(g) => tail += g.span,
-                Err(_) => {
-                    debug_assert!(false, "writer found its own frame at {tail} corrupt");
-                    tail = self.committed;
-                    break;
-                }
-            }
+        let tail = self.walk(self.tail, target);
+        // Where a lapped reader with `Resume::Slack` resumes: far enough on that the writer
+        // writes two of the largest frames before it reaches it, and at most half a ring on.
+        let ahead = (2 * frame::span(self.cfg.max_payload() as u64)).min(self.cfg.capacity() / 2);
+        let slack = self.walk(self.slack.max(tail), target + ahead);
+        if slack != self.slack {
+            self.slack = slack;
+            // SYNC(slack): Release; pairs with the Acquire load in resume::slack, so a reader
+            // that sees this position sees the committed header of the frame there.
+            self.ring.u64_at(hdr::SLACK).store(slack, Ordering::Release);
         }
         if tail != self.tail {
             self.tail = tail;
@@ -301,6 +294,31 @@ impl<A> Writer<A> {
             // sees this tail sees the committed header of the frame there.
             self.ring.u64_at(hdr::TAIL).store(tail, Ordering::Release);
         }
+    }
+
+    /// The first frame boundary at or after `target`, walking from the boundary `from`, and at
+    /// most `committed`. Walks the writer's own frames, which only it writes.
+    fn walk(&self, mut pos: u64, target: u64) -> u64 {
+        while pos < target && pos < self.committed {
+            let meta = self
+                .ring
+                .u64_at(layout::data_off(pos, self.mask))
+                .load(Ordering::Relaxed);
+            match frame::decode(
+                meta,
+                pos,
+                self.committed,
+                self.cfg.capacity(),
+                self.cfg.max_payload() as u32,
+            ) {
+                Ok(g) => pos += g.span,
+                Err(_) => {
+                    debug_assert!(false, "writer found its own frame at {pos} corrupt");
+                    return self.committed;
+                }
+            }
+        }
+        pos
     }
 
     /// The payload of a reservation, for the caller to fill.
@@ -364,6 +382,10 @@ impl<A> Writer<A> {
         self.ring
             .u64_at(hdr::NEXT_SEQ)
             .store(self.next_seq, Ordering::Relaxed);
+        // Published by the Release store below, like the frame it points at.
+        self.ring
+            .u64_at(hdr::NEWEST)
+            .store(res.pos, Ordering::Relaxed);
         // SYNC(commit): Release; pairs with the Acquire loads of `committed` in Reader::try_peek,
         // Reader::try_copy and Reader::may_sleep: the frame header and payload written above
         // are visible to a reader that sees this position.

@@ -3,7 +3,8 @@
 #![cfg(not(shmcast_loom))]
 
 use shmcast_core::{
-    CONTROL_BLOCK_LEN, Mode, ReadError, Reader, Region, ReserveError, RingConfig, Start, Writer,
+    CONTROL_BLOCK_LEN, Mode, ReadError, Reader, Region, ReserveError, Resume, RingConfig, Start,
+    Writer,
 };
 
 use shmcast_core::testing::Rng;
@@ -173,6 +174,7 @@ fn hostile_cursor_is_demoted_not_trusted() {
     w.admit(cb.clone(), Mode::Gating, Start::Newest, 0).unwrap();
     let mut honest = join(&mut w, Mode::Gating, Start::Newest, 1);
     let mut victim = Reader::attach(w.ring().clone(), cb.clone()).unwrap();
+    victim.set_resume(Resume::Oldest);
     // The hostile subscriber claims to have released far beyond the writer.
     // SAFETY: offset 128 is the control block's cursor word; heap memory we own.
     unsafe { (cb.as_ptr().add(128) as *mut u64).write_volatile(1 << 50) };
@@ -494,6 +496,7 @@ fn lossy_reader_lapped_before_it_attaches_learns_its_lag() {
             w.send(&payload(seq, 40), |_| {}).unwrap();
         }
         let mut r = Reader::attach(w.ring().clone(), cb).expect("lapped, not corrupt");
+        r.set_resume(Resume::Oldest);
         let first = if start == Start::Newest { 1 } else { 0 };
         let mut buf = Vec::new();
         assert_eq!(r.try_copy(&mut buf), Err(ReadError::Lagged(6 - first)));
@@ -515,6 +518,7 @@ fn gating_reader_demoted_and_lapped_before_it_attaches_reads_as_lossy() {
         w.send(&payload(seq, 40), |_| {}).unwrap();
     }
     let mut r = Reader::attach(w.ring().clone(), cb).expect("demoted, then lapped");
+    r.set_resume(Resume::Oldest);
     assert!(!r.is_gating());
     assert_eq!(r.try_copy(&mut Vec::new()), Err(ReadError::Lagged(6)));
     // Without the demotion the same distance is corruption: the writer never laps a gating reader.

@@ -5,7 +5,8 @@
 
 use shmcast_core::testing::Rng;
 use shmcast_core::{
-    CONTROL_BLOCK_LEN, Mode, ReadError, Reader, Region, ReserveError, RingConfig, Start, Writer,
+    CONTROL_BLOCK_LEN, Mode, ReadError, Reader, Region, ReserveError, Resume, RingConfig, Start,
+    Writer,
 };
 
 fn ring(cap: u64, max: u64) -> Writer<()> {
@@ -90,6 +91,8 @@ fn overwritten_frame_is_lag(commit_first: bool) {
     let mut w = ring(128, 48);
     w.send(&payload(0, 16), |_| {}).unwrap(); // [0, 32)
     let mut r = join(&mut w, Mode::Lossy, Start::Newest);
+    // Resumes with the oldest intact frame, so that the lag counts exactly the frame P.
+    r.set_resume(Resume::Oldest);
     w.send(&payload(1, 16), |_| {}).unwrap(); // P: [32, 64)
     w.send(&payload(2, 48), |_| {}).unwrap(); // [64, 128)
     // [128, 192): its payload [144, 192) is P's old bytes.

@@ -192,6 +192,8 @@ pub use policy::Admission;
 pub use publisher::{
     DEFAULT_SPIN_LIMIT, DEFAULT_STALL_BOUND, Publisher, PublisherBuilder, PublisherStats,
 };
+pub use shmcast_core::Resume;
 pub use shmcast_core::{FrameError, Mode, Start, SubscriberId, SubscriberInfo};
+pub use subscriber::Latest;
 pub use subscriber::{Sample, Subscriber, SubscriberBuilder, SubscriberStats};
 pub use topic::{DirSource, FileKind, MAX_SOCKET_PATH, TopicDir, TopicError};

@@ -39,5 +39,6 @@ pub(super) fn publish(trial: Trial) -> Result<Outcome> {
         cpu_lifetime_ns: cpu,
         publisher_syscalls: 0,
         publisher_waits: 0,
+        behind: 0,
     })
 }

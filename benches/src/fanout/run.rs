@@ -13,9 +13,12 @@ pub fn run(trial: Trial) -> Result<Outcome> {
     match trial.transport {
         Transport::Memcpy => memcpy::publish(trial),
         Transport::UnixStream => unix_stream::publish(trial),
-        Transport::ShmcastGating | Transport::ShmcastLossy | Transport::ShmcastSleep => {
-            shmcast::publish(trial)
-        }
+        Transport::ShmcastGating
+        | Transport::ShmcastLossy
+        | Transport::ShmcastSleep
+        | Transport::ShmcastLossyNewest
+        | Transport::ShmcastLossyOldest
+        | Transport::ShmcastLatest => shmcast::publish(trial),
         #[cfg(feature = "iceoryx2")]
         Transport::Iceoryx2 => super::iceoryx::publish(trial),
     }
@@ -37,9 +40,12 @@ pub fn child(args: &[String]) -> Result<()> {
     let mut verifier = Verifier::new(size, transport.lossy()).with_work(work_ns);
     let cpu0 = match transport {
         Transport::UnixStream => unix_stream::subscribe(endpoint, wait, &mut verifier)?,
-        Transport::ShmcastGating | Transport::ShmcastLossy | Transport::ShmcastSleep => {
-            shmcast::subscribe(transport, endpoint, wait, &mut verifier)?
-        }
+        Transport::ShmcastGating
+        | Transport::ShmcastLossy
+        | Transport::ShmcastSleep
+        | Transport::ShmcastLossyNewest
+        | Transport::ShmcastLossyOldest
+        | Transport::ShmcastLatest => shmcast::subscribe(transport, endpoint, wait, &mut verifier)?,
         #[cfg(feature = "iceoryx2")]
         Transport::Iceoryx2 => super::iceoryx::subscribe(endpoint, wait, &mut verifier)?,
         Transport::Memcpy => {
@@ -49,7 +55,7 @@ pub fn child(args: &[String]) -> Result<()> {
     let end = now_ns();
     let cpu = cpu_self_ns() - cpu0;
     process::say(&format!(
-        "result messages={} skipped={} end_ns={end} cpu_ns={cpu}",
-        verifier.messages, verifier.skipped
+        "result messages={} skipped={} end_ns={end} cpu_ns={cpu} behind={}",
+        verifier.messages, verifier.skipped, verifier.behind
     ))
 }

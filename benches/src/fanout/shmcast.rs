@@ -3,11 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use shmcast::{Mode, Publisher, RecvError, Subscriber};
+use shmcast::{Mode, Publisher, RecvError, Resume, Subscriber};
 
 use super::subscribers;
 use super::trial::{Outcome, Transport, Trial, Wait};
-use crate::error::{Result, failed};
+use crate::error::{BenchError, Result, failed};
 use crate::harness::{
     STALL, STARTUP, ring_capacity, ring_holding, shmcast_syscalls, unique_topic,
     wait_for_subscribers,
@@ -72,35 +72,61 @@ pub(super) fn publish(trial: Trial) -> Result<Outcome> {
     )
 }
 
-/// The subscriber side, on topic `endpoint`: checks every message until the publisher is gone.
-/// Returns the CPU time at which it said `ready`.
+/// The subscriber side, on topic `endpoint`: checks every message until the publisher is gone,
+/// noting for lossy subscribers how many newer messages were committed when each was received,
+/// and checking that their lag reports account exactly for every gap. Returns the CPU time at
+/// which it said `ready`.
 pub(super) fn subscribe(
     transport: Transport,
     endpoint: &str,
     wait: Wait,
     verifier: &mut Verifier,
 ) -> Result<u64> {
-    let mode = if transport.lossy() {
-        Mode::Lossy
-    } else {
-        Mode::Gating
+    let (mode, resume) = match transport {
+        Transport::ShmcastLossyOldest => (Mode::Lossy, Resume::Oldest),
+        Transport::ShmcastLossyNewest => (Mode::Lossy, Resume::Newest),
+        t if t.lossy() => (Mode::Lossy, Resume::default()),
+        _ => (Mode::Gating, Resume::default()),
     };
     let mut sub = Subscriber::builder(endpoint)
         .mode(mode)
+        .resume(resume)
         .spin(if wait == Wait::Busy { u32::MAX } else { 0 })
         .connect_timeout(STARTUP)
         .connect()
         .map_err(failed("connecting a shmcast subscriber"))?;
     process::say("ready")?;
     let cpu0 = cpu_self_ns();
+    let lossy = transport.lossy();
+    let mut reported = 0u64;
     // `recv` without a timeout: the parent bounds every trial and kills a stalled child, and a
     // timed receive would read the clock on every message.
     loop {
-        match sub.recv() {
-            Ok(sample) => verifier.message(&sample)?,
-            Err(RecvError::Lagged(_)) => {}
-            Err(RecvError::Disconnected) => return Ok(cpu0),
+        let got = if transport == Transport::ShmcastLatest {
+            sub.recv_latest().map(|m| {
+                reported += m.skipped();
+                m.into_sample()
+            })
+        } else {
+            sub.recv()
+        };
+        match got {
+            Ok(sample) => {
+                if lossy {
+                    verifier.behind += sample.behind();
+                }
+                verifier.message(&sample)?
+            }
+            Err(RecvError::Lagged(n)) => reported += n,
+            Err(RecvError::Disconnected) => break,
             Err(e) => return Err(failed("shmcast receive")(e)),
         }
     }
+    if reported != verifier.skipped {
+        return Err(BenchError::Corrupt(format!(
+            "lag reports add up to {reported} messages, the gaps to {}",
+            verifier.skipped
+        )));
+    }
+    Ok(cpu0)
 }

@@ -50,6 +50,7 @@ pub(super) fn collect(mut fleet: Fleet, t0: u64, mut out: Outcome) -> Result<Out
     for r in &reports {
         out.delivered += r.get::<u64>("messages")?;
         out.cpu_ns += r.get::<u64>("cpu_ns")?;
+        out.behind += r.get::<u64>("behind")?;
         end = end.max(r.get::<u64>("end_ns")?);
     }
     out.cpu_lifetime_ns += fleet.finish(Instant::now() + STALL)?;

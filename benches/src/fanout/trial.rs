@@ -14,11 +14,18 @@ pub enum Transport {
     UnixStream,
     /// shmcast, gating subscribers.
     ShmcastGating,
-    /// shmcast, lossy subscribers.
+    /// shmcast, lossy subscribers resuming half a ring behind the publisher after a lag (the
+    /// default policy).
     ShmcastLossy,
     /// shmcast, gating subscribers, a publisher that sleeps at once when the ring is full
     /// (`spin_limit(0)`): what the adaptive spin saves.
     ShmcastSleep,
+    /// shmcast, lossy subscribers resuming with the newest message.
+    ShmcastLossyNewest,
+    /// shmcast, lossy subscribers resuming with the oldest message still in the ring.
+    ShmcastLossyOldest,
+    /// shmcast, lossy subscribers receiving only the newest message (`recv_latest`).
+    ShmcastLatest,
     /// iceoryx2 publish-subscribe (with an event service in event-driven mode).
     #[cfg(feature = "iceoryx2")]
     Iceoryx2,
@@ -33,6 +40,9 @@ impl Transport {
             Transport::ShmcastGating => "shmcast-gating",
             Transport::ShmcastLossy => "shmcast-lossy",
             Transport::ShmcastSleep => "shmcast-sleep",
+            Transport::ShmcastLossyNewest => "shmcast-lossy-newest",
+            Transport::ShmcastLossyOldest => "shmcast-lossy-oldest",
+            Transport::ShmcastLatest => "shmcast-latest",
             #[cfg(feature = "iceoryx2")]
             Transport::Iceoryx2 => "iceoryx2",
         }
@@ -45,6 +55,9 @@ impl Transport {
             Transport::ShmcastGating,
             Transport::ShmcastLossy,
             Transport::ShmcastSleep,
+            Transport::ShmcastLossyNewest,
+            Transport::ShmcastLossyOldest,
+            Transport::ShmcastLatest,
             #[cfg(feature = "iceoryx2")]
             Transport::Iceoryx2,
         ];
@@ -55,7 +68,13 @@ impl Transport {
 
     /// Whether subscribers may miss messages.
     pub fn lossy(self) -> bool {
-        self == Transport::ShmcastLossy
+        matches!(
+            self,
+            Transport::ShmcastLossy
+                | Transport::ShmcastLossyNewest
+                | Transport::ShmcastLossyOldest
+                | Transport::ShmcastLatest
+        )
     }
 }
 
@@ -154,12 +173,20 @@ pub struct Outcome {
     pub publisher_syscalls: u64,
     /// Times the publisher slept for space (shmcast; 0 where not counted).
     pub publisher_waits: u64,
+    /// Over the messages subscribers checked, the sum of how many newer ones the publisher had
+    /// committed when each was received (0 where not measured).
+    pub behind: u64,
 }
 
 impl Outcome {
     /// Messages per second each subscriber received (on average over subscribers).
     pub fn msgs_per_s(&self, subs: usize) -> f64 {
         self.delivered as f64 / subs as f64 / self.elapsed
+    }
+
+    /// How many messages behind the newest a delivered message was when received, on average.
+    pub fn mean_behind(&self) -> f64 {
+        self.behind as f64 / self.delivered.max(1) as f64
     }
 
     /// Bytes per second delivered to all subscribers together.

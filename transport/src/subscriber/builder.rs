@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use shmcast_core::{Mode, Start};
+use shmcast_core::{Mode, Resume, Start};
 
 use super::Subscriber;
 use crate::contract::{Expectation, MessageType};
@@ -23,6 +23,7 @@ pub struct SubscriberBuilder {
     pub(super) publisher: Admission,
     pub(super) expect: Expectation,
     pub(super) directory: Option<PathBuf>,
+    pub(super) resume: Resume,
 }
 
 impl SubscriberBuilder {
@@ -39,6 +40,7 @@ impl SubscriberBuilder {
             publisher: Admission::SameUid,
             expect: Expectation::default(),
             directory: None,
+            resume: Resume::default(),
         }
     }
 
@@ -56,6 +58,25 @@ impl SubscriberBuilder {
     /// Start with the next message (default) or with the oldest still in the ring.
     pub fn start(mut self, start: Start) -> Self {
         self.start = start;
+        self
+    }
+
+    /// Where a lossy subscriber continues after the publisher lapped it: with the newest
+    /// message ([`Resume::Newest`], the default), or with the oldest still in the ring
+    /// ([`Resume::Oldest`]: the most history, but the publisher overwrites that message next, so
+    /// a subscriber slower than the publisher is soon lapped again). Either way the receive first
+    /// reports [`RecvError::Lagged`](crate::RecvError::Lagged) with the exact number missed. A
+    /// gating subscriber uses it only once demoted.
+    ///
+    /// ```no_run
+    /// use shmcast::{Resume, Subscriber};
+    ///
+    /// // Keep as much history as the ring holds after a lag.
+    /// let sub = Subscriber::builder("telemetry").lossy().resume(Resume::Oldest).connect()?;
+    /// # Ok::<(), shmcast::ConnectError>(())
+    /// ```
+    pub fn resume(mut self, resume: Resume) -> Self {
+        self.resume = resume;
         self
     }
 

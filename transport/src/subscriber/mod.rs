@@ -4,8 +4,10 @@
 #![allow(unsafe_code)]
 
 mod builder;
+mod latest;
 
 pub use builder::SubscriberBuilder;
+pub use latest::Latest;
 
 use crate::connect;
 use crate::contract::Contract;
@@ -30,6 +32,9 @@ pub struct SubscriberStats {
     pub lagged: u64,
     /// `Lagged` reports.
     pub lag_events: u64,
+    /// Messages passed over by latest reads ([`Subscriber::recv_latest`]), not counted in
+    /// `lagged`: `received + lagged + skipped` is every message since the subscriber joined.
+    pub skipped: u64,
     /// Times the subscriber blocked waiting for a signal.
     pub parks: u64,
     /// Whether it is (still) gating.
@@ -129,7 +134,8 @@ impl Subscriber {
             start: b.start,
         };
         let welcome = connect::exchange(&sock, hello, b.handshake_timeout)?;
-        let (reader, contract) = connect::attach(welcome, &b.expect)?;
+        let (mut reader, contract) = connect::attach(welcome, &b.expect)?;
+        reader.set_resume(b.resume);
         sys::net::set_nonblocking(sock.as_fd(), true)?;
         let readiness = Readiness::new(sock.as_fd())?;
         Ok(Subscriber {
@@ -269,15 +275,25 @@ impl Subscriber {
     /// Receives, waiting at most `timeout` (`None`: without limit). The deadline counts from the
     /// first look that finds nothing, so a receive that finds a message reads no clock.
     fn recv_until(&mut self, timeout: Option<Duration>) -> Result<Sample<'_>, RecvError> {
+        self.wait_for(timeout, Self::next)
+    }
+
+    /// Takes what `next` finds, waiting at most `timeout` (`None`: without limit) while it
+    /// finds nothing.
+    fn wait_for(
+        &mut self,
+        timeout: Option<Duration>,
+        mut next: impl FnMut(&mut Self) -> Result<Option<Got>, RecvError>,
+    ) -> Result<Sample<'_>, RecvError> {
         let mut fruitless = 0u32;
         let mut deadline: Option<Instant> = None;
         loop {
-            if let Some(got) = self.next()? {
+            if let Some(got) = next(self)? {
                 return Ok(self.sample(got));
             }
             for _ in 0..self.spin {
                 std::hint::spin_loop();
-                if let Some(got) = self.next()? {
+                if let Some(got) = next(self)? {
                     return Ok(self.sample(got));
                 }
             }
@@ -305,7 +321,7 @@ impl Subscriber {
                 // The reader never sleeps once the publisher is gone, and nothing writes the ring
                 // any more: a second look that finds nothing (the first may have moved a lapped
                 // reader to the tail) means nothing will ever be readable.
-                return match self.next()? {
+                return match next(self)? {
                     Some(got) => Ok(self.sample(got)),
                     None => Err(RecvError::Disconnected),
                 };
@@ -412,6 +428,7 @@ impl Subscriber {
             received: s.received,
             lagged: s.lagged,
             lag_events: s.lag_events,
+            skipped: s.skipped,
             parks: self.parks,
             gating: self.reader.is_gating(),
         }

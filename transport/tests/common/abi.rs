@@ -25,6 +25,7 @@ pub mod hdr {
     pub const NEXT_SEQ: usize = offset_of!(RingHeader, next_seq);
     pub const RESERVED: usize = offset_of!(RingHeader, reserved);
     pub const TAIL: usize = offset_of!(RingHeader, tail);
+    pub const SLACK: usize = offset_of!(RingHeader, slack);
     pub const CLOSED: usize = offset_of!(RingHeader, closed);
     pub const WRITER_WAITING: usize = offset_of!(RingHeader, writer_waiting);
     pub const WAKE: usize = offset_of!(RingHeader, wake);
