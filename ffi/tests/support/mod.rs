@@ -25,15 +25,46 @@ pub fn include_dir() -> PathBuf {
     manifest_dir().join("include")
 }
 
-/// Where cargo put `libshmcast.so` and `libshmcast.a` for this test run: beside the test
-/// executable (the library is built before the tests that depend on it).
+/// Where `libshmcast.so` and `libshmcast.a` are for this test run: beside the test executable.
+///
+/// The library is a `cdylib` and a `staticlib` only, which cargo does not build for an
+/// integration test, so the first call builds it with the same profile and target directory as
+/// the test itself (cargo knows whether the sources changed).
 pub fn lib_dir() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(build_library).clone()
+}
+
+fn build_library() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe.parent().expect("test executable directory").to_owned();
+    let profile_dir = dir.parent().expect("profile directory");
+    let target_dir = profile_dir.parent().expect("target directory");
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") => "dev",
+        Some(other) => other,
+        None => panic!("no profile in {}", profile_dir.display()),
+    };
+    let status = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "shmcast-ffi",
+            "--lib",
+            "--profile",
+            profile,
+        ])
+        .arg("--target-dir")
+        .arg(target_dir)
+        .current_dir(manifest_dir())
+        .status()
+        .expect("run cargo to build the library");
+    assert!(status.success(), "building libshmcast failed: {status}");
     for lib in ["libshmcast.so", "libshmcast.a"] {
         assert!(
             dir.join(lib).exists(),
-            "{lib} not found in {}: build the crate with cargo first",
+            "{lib} not found in {} after building it",
             dir.display()
         );
     }
