@@ -57,6 +57,7 @@ pub mod reader;
 pub mod region;
 pub mod reservation;
 pub mod resume;
+mod step;
 mod sync;
 #[cfg(feature = "test-support")]
 #[doc(hidden)]

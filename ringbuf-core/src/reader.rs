@@ -46,6 +46,7 @@ use crate::frame::{self, FrameError, Kind};
 use crate::layout::{self, LayoutError, RingConfig, cb, hdr};
 use crate::region::Region;
 use crate::resume::{self, Found, Geometry, Resume};
+use crate::step;
 use crate::sync::{AtomicU32, Ordering, fence};
 use crate::wake;
 use core::fmt;
@@ -445,7 +446,7 @@ impl Reader {
         }
         loop {
             let committed = self.load_committed()?;
-            resume::step();
+            step::point();
             if self.pos == committed {
                 return Err(self.at_end());
             }
@@ -456,13 +457,13 @@ impl Reader {
             let off = layout::data_off(self.pos, self.mask);
             let meta = self.ring.u64_at(off).load(Ordering::Relaxed);
             let seq = self.ring.u64_at(off + 8).load(Ordering::Relaxed);
-            resume::step();
+            step::point();
             let geometry = frame::decode(meta, self.pos, committed, self.cap, self.max_payload);
             if let Some(g) = geometry.as_ref().ok().filter(|g| g.kind == Kind::Message) {
                 dst.clear();
                 dst.resize(g.len as usize, 0);
                 self.ring.copy_racy(off + frame::FRAME_HEADER_LEN, dst);
-                resume::step();
+                step::point();
             }
             // SYNC(seqlock): Acquire fence after the racy copy, before loading `reserved`; pairs
             // with the Release fence in Writer::try_reserve. If any byte we copied came from a
@@ -506,7 +507,7 @@ impl Reader {
         for _ in 0..RESYNC_ATTEMPTS {
             // SYNC(tail): Acquire; pairs with the Release store in Writer::advance_tail.
             let tail = self.ring.u64_at(hdr::TAIL).load(Ordering::Acquire);
-            resume::step();
+            step::point();
             let committed = self.load_committed()?;
             if tail <= self.pos {
                 // The writer's new tail is not visible yet.
@@ -524,7 +525,7 @@ impl Reader {
             let off = layout::data_off(tail, self.mask);
             let meta = self.ring.u64_at(off).load(Ordering::Relaxed);
             let seq = self.ring.u64_at(off + 8).load(Ordering::Relaxed);
-            resume::step();
+            step::point();
             // SYNC(seqlock): as in try_copy.
             fence(Ordering::Acquire);
             let reserved = self.ring.u64_at(hdr::RESERVED).load(Ordering::Relaxed);

@@ -45,6 +45,7 @@
 use crate::frame::{self, Kind};
 use crate::layout::{self, hdr};
 use crate::region::Region;
+use crate::step;
 use crate::sync::{Ordering, fence};
 
 /// Where a lossy reader continues after the writer lapped it. The lag it reports is exact
@@ -62,14 +63,6 @@ pub enum Resume {
     /// The oldest intact message: the most history, but the writer overwrites that message
     /// next, so a reader slower than the writer is lapped again soon, often while it reads.
     Oldest,
-}
-
-/// A point between two steps of a read, where the property tests let the writer run
-/// (`testing::on_step`); nothing outside those tests.
-#[inline(always)]
-pub(crate) fn step() {
-    #[cfg(feature = "test-support")]
-    crate::testing::fire_step();
 }
 
 /// What the search for a resume point found.
@@ -114,7 +107,7 @@ pub(crate) fn newest(ring: &Region, g: Geometry, committed: u64) -> Found {
     // Relaxed: stored before the Release store of `committed` that the caller's Acquire load
     // saw, so it is that commit's value or a later one.
     let pos = ring.u64_at(hdr::NEWEST).load(Ordering::Relaxed);
-    step();
+    step::point();
     if pos >= committed {
         return Found::Moved;
     }
@@ -136,7 +129,7 @@ pub(crate) fn frame_at(ring: &Region, g: Geometry, pos: u64, committed: u64) -> 
     let off = layout::data_off(pos, g.mask);
     let meta = ring.u64_at(off).load(Ordering::Relaxed);
     let seq = ring.u64_at(off + 8).load(Ordering::Relaxed);
-    step();
+    step::point();
     // SYNC(seqlock): Acquire fence after reading the header, before loading `reserved`; pairs
     // with the Release fence in Writer::try_reserve, as in Reader::try_copy.
     fence(Ordering::Acquire);

@@ -4,9 +4,7 @@
 
 mod hostile;
 mod rng;
-mod steps;
 
+pub use crate::step::{StepGuard, on_step};
 pub use hostile::check_hostile_control_blocks;
 pub use rng::Rng;
-pub(crate) use steps::fire as fire_step;
-pub use steps::{StepGuard, on_step};
