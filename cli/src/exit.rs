@@ -116,4 +116,4 @@ Exit codes:
   4  stale topic: its socket was left by a publisher that died (`shmcast clean` removes it)
   5  refused or mismatched peer: the publisher refused us, is not trusted, or speaks another
      protocol version
-  6  contract mismatch: the topic carries another message type than `--expect-*` says";
+  6  contract mismatch: the topic carries another message type than `--expect-schema` says";
