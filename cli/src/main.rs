@@ -6,6 +6,7 @@
 //! topic's rate; `clean` removes the sockets publishers that died left behind. Every read
 //! command takes `--json`. Errors are one line naming the topic and the cause, with an exit code
 //! of their kind ([`exit`]).
+#![deny(unsafe_code)]
 
 mod clean;
 mod echo;
@@ -15,6 +16,7 @@ mod hz;
 mod list;
 mod progress;
 mod publish;
+mod signals;
 mod snapshot;
 mod stat;
 mod table;

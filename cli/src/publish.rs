@@ -1,7 +1,8 @@
 //! `shmcast pub TOPIC`: publish each line of standard input as one message (without its line
 //! feed; with `--hex`, each line is hex), or with `--rate`/`--size` synthetic messages paced at
 //! a rate. `--wait-subscribers N` waits for N subscribers before the first message, since
-//! messages published before a subscriber connects never reach it.
+//! messages published before a subscriber connects never reach it. Ctrl-C or SIGTERM ends it
+//! as cleanly as the end of its input (`signals`): no stale socket is left.
 
 use std::io::BufRead;
 use std::time::{Duration, Instant};
@@ -68,7 +69,12 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     }
     let wait = Duration::try_from_secs_f64(args.wait_timeout)
         .map_err(|_| Failure::usage("--wait-timeout must be a number of seconds"))?;
+    // Before the publisher starts its server thread, which inherits the blocked signals.
+    let signals = crate::signals::block().map_err(|e| Failure::other(topic, e))?;
     let mut publisher = builder.bind().map_err(|e| Failure::bind(topic, e))?;
+    signals
+        .remove_on_signal(publisher.path())
+        .map_err(|e| Failure::other(topic, e))?;
     if let Some(n) = args.wait_subscribers {
         publisher
             .wait_for_subscribers(n, wait)

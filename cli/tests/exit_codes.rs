@@ -158,3 +158,21 @@ fn success() {
     assert_eq!(code(&run(shmcast(&dir, &["list"]))), 0);
     assert_eq!(code(&run(shmcast(&dir, &["clean"]))), 0);
 }
+
+#[test]
+fn an_interrupted_publisher_leaves_no_stale_socket() {
+    let dir = scratch("signals");
+    for (signal, wanted) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let publisher = Proc::spawn(shmcast(&dir, &["pub", "t", "--rate", "50"]));
+        let mut echo = shmcast(&dir, &["echo", "t", "--wait", "20", "--format", "hex"]);
+        echo.stdout(std::process::Stdio::null());
+        let subscriber = Proc::spawn(echo);
+        stat_with(&dir, "t", 1);
+        publisher.signal(signal);
+        assert_eq!(code(&publisher.finish()), wanted);
+        assert!(!dir.join("t").exists(), "socket left behind after {signal}");
+        // The subscriber sees the end of the stream.
+        assert_eq!(code(&subscriber.finish()), 0);
+        assert_eq!(code(&run(shmcast(&dir, &["stat", "t"]))), 3);
+    }
+}

@@ -238,6 +238,17 @@ impl Inspector {
 }
 
 /// Inspects `topic` in the default directory, waiting up to `timeout`; see [`Inspector`].
+///
+/// A topic nobody publishes is an error at once, naming where it looked:
+///
+/// ```
+/// use shmcast::{InspectError, Inspector};
+///
+/// let dir = std::env::temp_dir().join("shmcast-doc-inspect-nobody");
+/// let err = Inspector::new("nobody").directory(&dir).inspect().unwrap_err();
+/// assert!(matches!(err, InspectError::NoPublisher { .. }));
+/// assert!(err.to_string().starts_with("no publisher at"));
+/// ```
 pub fn inspect(topic: &str, timeout: Duration) -> Result<TopicInfo, InspectError> {
     Inspector::new(topic).timeout(timeout).inspect()
 }
