@@ -201,8 +201,9 @@ fn u32_at(p: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([p[at], p[at + 1], p[at + 2], p[at + 3]])
 }
 
-/// The wire fields of a message type: (message, a, b, name).
-fn message_fields(m: &MessageType) -> (u8, u32, u32, &str) {
+/// The wire fields of a message type: (message, a, b, name), as a WELCOME and an INFO carry
+/// them.
+pub(crate) fn message_fields(m: &MessageType) -> (u8, u32, u32, &str) {
     match m {
         MessageType::Bytes => (MESSAGE_BYTES, 0, 0, ""),
         MessageType::Schema { name, version } => (MESSAGE_SCHEMA, *version, 0, name),
@@ -222,16 +223,25 @@ fn decode_message(p: &[u8]) -> Result<MessageType, DecodeError> {
     if p[29] != 0 {
         return Err(DecodeError::Field("reserved"));
     }
-    let (a, b) = (u32_at(p, 32), u32_at(p, 36));
+    message_type(p[28], u32_at(p, 32), u32_at(p, 36), &p[WELCOME_FIXED..])
+}
+
+/// The message type that the wire fields `message`, `a`, `b` and `name` stand for, every field
+/// checked.
+pub(crate) fn message_type(
+    message: u8,
+    a: u32,
+    b: u32,
+    raw: &[u8],
+) -> Result<MessageType, DecodeError> {
     let name = || -> Result<String, DecodeError> {
-        let name =
-            std::str::from_utf8(&p[WELCOME_FIXED..]).map_err(|_| DecodeError::Field("name"))?;
+        let name = std::str::from_utf8(raw).map_err(|_| DecodeError::Field("name"))?;
         contract::check_name(name).map_err(|_| DecodeError::Field("name"))?;
         Ok(name.to_owned())
     };
-    match p[28] {
+    match message {
         MESSAGE_BYTES => {
-            if p.len() != WELCOME_FIXED {
+            if !raw.is_empty() {
                 return Err(DecodeError::Field("name"));
             }
             if a != 0 || b != 0 {

@@ -32,7 +32,7 @@ use std::time::Duration;
 use shmcast_core::Mode;
 
 use crate::contract::{self, Contract, MessageType};
-use crate::handshake::{self, DecodeError, KIND_INFO};
+use crate::handshake::{self, DecodeError, KIND_INFO, message_fields, message_type};
 
 /// Most subscriber rows in one snapshot.
 pub const MAX_ROWS: usize = 128;
@@ -43,10 +43,6 @@ const ROW_FIXED: usize = 62;
 /// Largest INFO record.
 pub(crate) const MAX_INFO: usize =
     FIXED + contract::MAX_CONTRACT_NAME + MAX_EXE + MAX_ROWS * (ROW_FIXED + MAX_EXE);
-
-const MESSAGE_BYTES: u8 = 0;
-const MESSAGE_SCHEMA: u8 = 1;
-const MESSAGE_POD: u8 = 2;
 
 /// A process at the other end of a topic socket, as the publisher sees it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -228,7 +224,7 @@ impl TopicInfo {
         let exe_len = r.u16()? as usize;
         let name = r.take(name_len)?;
         let exe = r.exe(exe_len)?;
-        let message = decode_message(message, a, b, name)?;
+        let message = message_type(message, a, b, name)?;
         let max_message =
             usize::try_from(max_message).map_err(|_| DecodeError::Field("max_message"))?;
         if let MessageType::Pod { size, .. } = message
@@ -328,50 +324,6 @@ fn decode_mode(b: u8) -> Result<Mode, DecodeError> {
         1 => Ok(Mode::Gating),
         2 => Ok(Mode::Lossy),
         _ => Err(DecodeError::Field("mode")),
-    }
-}
-
-/// The wire fields of a message type: (message, a, b, name), as in a WELCOME.
-fn message_fields(m: &MessageType) -> (u8, u32, u32, &str) {
-    match m {
-        MessageType::Bytes => (MESSAGE_BYTES, 0, 0, ""),
-        MessageType::Schema { name, version } => (MESSAGE_SCHEMA, *version, 0, name),
-        MessageType::Pod { name, size, align } => (
-            MESSAGE_POD,
-            u32::try_from(*size).unwrap_or(u32::MAX),
-            u32::try_from(*align).unwrap_or(u32::MAX),
-            name,
-        ),
-    }
-}
-
-fn decode_message(kind: u8, a: u32, b: u32, raw: &[u8]) -> Result<MessageType, DecodeError> {
-    let name = || -> Result<String, DecodeError> {
-        let name = std::str::from_utf8(raw).map_err(|_| DecodeError::Field("name"))?;
-        contract::check_name(name).map_err(|_| DecodeError::Field("name"))?;
-        Ok(name.to_owned())
-    };
-    match kind {
-        MESSAGE_BYTES if a != 0 || b != 0 => Err(DecodeError::Field("reserved")),
-        MESSAGE_BYTES if !raw.is_empty() => Err(DecodeError::Field("name")),
-        MESSAGE_BYTES => Ok(MessageType::Bytes),
-        MESSAGE_SCHEMA if b != 0 => Err(DecodeError::Field("reserved")),
-        MESSAGE_SCHEMA => Ok(MessageType::Schema {
-            name: name()?,
-            version: a,
-        }),
-        MESSAGE_POD => {
-            let name = name()?;
-            if !b.is_power_of_two() || b > 16 {
-                return Err(DecodeError::Field("align"));
-            }
-            Ok(MessageType::Pod {
-                name,
-                size: a as usize,
-                align: b as usize,
-            })
-        }
-        _ => Err(DecodeError::Field("message")),
     }
 }
 
