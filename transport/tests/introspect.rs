@@ -2,8 +2,12 @@
 //! hundred thousand mutated packets (a value or a typed error, an accepted record re-encodes to
 //! itself); a live publisher's snapshot names this process for each subscriber with its mode,
 //! its lag and the topic's contract, admits nobody, and is bounded in rate; a missing topic, a
-//! stale socket and a file that is not a socket are told apart.
+//! stale socket and a file that is not a socket are told apart; no descriptor is left open on
+//! either side.
 
+mod common;
+
+use common::FdGuard;
 use shmcast::test_support::{check_introspection, sample_introspection};
 use shmcast::{InspectError, Inspector, Mode, Publisher, RefuseReason, Subscriber};
 use shmcast_core::testing::Rng;
@@ -53,6 +57,7 @@ fn records_round_trip_and_mutations_are_typed_errors() {
 
 #[test]
 fn a_live_publisher_reports_its_subscribers() {
+    let _fds = FdGuard::new();
     let dir = scratch("live");
     let mut publisher = Publisher::builder("t")
         .directory(&dir)
@@ -102,6 +107,7 @@ fn a_live_publisher_reports_its_subscribers() {
 
 #[test]
 fn answers_are_bounded_in_rate() {
+    let _fds = FdGuard::new();
     let dir = scratch("rate");
     let _publisher = Publisher::builder("t").directory(&dir).bind().unwrap();
     let (mut busy, mut answered) = (0u64, 0u64);
@@ -127,6 +133,7 @@ fn answers_are_bounded_in_rate() {
 
 #[test]
 fn missing_stale_and_foreign_files_are_told_apart() {
+    let _fds = FdGuard::new();
     let dir = scratch("kinds");
     let inspect = |t: &str| Inspector::new(t).directory(&dir).inspect().unwrap_err();
     assert!(
@@ -139,4 +146,19 @@ fn missing_stale_and_foreign_files_are_told_apart() {
     std::fs::write(dir.join("file"), b"x").unwrap();
     let file = inspect("file");
     assert!(matches!(file, InspectError::NotASocket { .. }), "{file}");
+}
+
+#[test]
+fn inspecting_leaks_no_descriptor_on_either_side() {
+    let fds = FdGuard::new();
+    let dir = scratch("fds");
+    let publisher = Publisher::builder("t").directory(&dir).bind().unwrap();
+    let bound = fds.snapshot();
+    for _ in 0..200 {
+        // Answered or refused as busy: both close every descriptor.
+        let _ = Inspector::new("t").directory(&dir).inspect();
+    }
+    fds.expect(&bound, "after 200 inspections");
+    drop(publisher);
+    fds.check();
 }
