@@ -58,7 +58,15 @@ impl Failure {
             | InspectError::Protocol(_) => Exit::Refused,
             _ => Exit::Other,
         };
-        Failure::new(code, format!("{topic}: {e}"))
+        // A publisher of this protocol version built before introspection refuses INSPECT as
+        // a packet of an unknown kind.
+        let hint = match &e {
+            InspectError::Refused { reason, .. } if reason.contains("unexpected packet kind") => {
+                " (the publisher's shmcast predates introspection)"
+            }
+            _ => "",
+        };
+        Failure::new(code, format!("{topic}: {e}{hint}"))
     }
 
     /// Why subscribing to `topic` failed.

@@ -117,9 +117,45 @@ fn impostor(path: &Path) -> OwnedFd {
 fn a_peer_that_breaks_the_protocol() {
     let dir = scratch("impostor");
     let listener = impostor(&dir.join("t"));
-    let server = std::thread::spawn(move || {
+    let server = serve(listener, vec![vec![0x5a; 40]; 2]);
+    for args in [&["stat", "t"][..], &["echo", "t"]] {
+        let out = run(shmcast(&dir, args));
+        assert_eq!(code(&out), 5, "{args:?}: {}", stderr(&out));
+        one_line_about(&out, "t");
+    }
+    server.join().unwrap();
+}
+
+#[test]
+fn a_publisher_that_predates_introspection() {
+    let dir = scratch("old");
+    let listener = impostor(&dir.join("t"));
+    // What a publisher of protocol version 3 without INSPECT answers: a REFUSE (kind 3) with
+    // code 3 (bad request).
+    let text = b"unexpected packet kind 4";
+    let mut refuse = b"SHMC".to_vec();
+    refuse.extend_from_slice(&3u16.to_le_bytes());
+    refuse.extend_from_slice(&3u16.to_le_bytes());
+    refuse.extend_from_slice(&3u16.to_le_bytes());
+    refuse.extend_from_slice(&(text.len() as u16).to_le_bytes());
+    refuse.extend_from_slice(text);
+    let server = serve(listener, vec![refuse]);
+    let out = run(shmcast(&dir, &["stat", "t"]));
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    one_line_about(&out, "t");
+    assert!(
+        stderr(&out).contains("predates introspection"),
+        "{}",
+        stderr(&out)
+    );
+    server.join().unwrap();
+}
+
+/// Accepts one connection per reply on `listener`, sends it the reply and closes it.
+fn serve(listener: OwnedFd, replies: Vec<Vec<u8>>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
         use std::os::fd::AsRawFd;
-        for _ in 0..2 {
+        for reply in replies {
             // SAFETY: accept(2) on our listening socket; the result is checked.
             let conn = unsafe {
                 libc::accept(
@@ -131,25 +167,18 @@ fn a_peer_that_breaks_the_protocol() {
             assert!(conn >= 0);
             // SAFETY: `conn` is a fresh descriptor that nothing else owns.
             let conn = unsafe { OwnedFd::from_raw_fd(conn) };
-            let garbage = [0x5au8; 40];
             // SAFETY: send(2) of a live buffer on a socket we own.
             unsafe {
                 libc::send(
                     conn.as_raw_fd(),
-                    garbage.as_ptr().cast(),
-                    garbage.len(),
+                    reply.as_ptr().cast(),
+                    reply.len(),
                     libc::MSG_NOSIGNAL,
                 )
             };
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
-    });
-    for args in [&["stat", "t"][..], &["echo", "t"]] {
-        let out = run(shmcast(&dir, args));
-        assert_eq!(code(&out), 5, "{args:?}: {}", stderr(&out));
-        one_line_about(&out, "t");
-    }
-    server.join().unwrap();
+    })
 }
 
 #[test]
