@@ -61,7 +61,9 @@ fn list_shows_live_and_stale_topics_and_clean_removes_only_the_stale() {
     assert_eq!(live["subscribers"], 1);
     assert!(live["messages"].as_u64().unwrap() > 0);
     let rate = live["rate"].as_f64().unwrap();
-    assert!((50.0..150.0).contains(&rate), "rate {rate}");
+    // Of the publisher's order (hz.rs holds the 10 % bound; a loaded machine makes a paced
+    // publisher catch up in bursts, which a 0.5 s sample sees).
+    assert!((20.0..500.0).contains(&rate), "rate {rate}");
     let dead = entry(&list, "dead").unwrap();
     assert_eq!(dead["state"], "stale");
     assert!(entry(&list, "notes.txt").is_none());
