@@ -132,7 +132,7 @@ fn entry_json(e: &Entry) -> Value {
             v["publisher"] = snapshot::process_json(&info.publisher);
             v["contract"] = snapshot::contract_json(&info.contract);
             v["capacity"] = json!(info.capacity);
-            v["subscribers"] = json!(info.subscriber_count);
+            v["subscriber_count"] = json!(info.subscriber_count);
             v["messages"] = json!(c.messages);
             v["rate"] = json!(e.rate);
         }

@@ -58,7 +58,7 @@ fn list_shows_live_and_stale_topics_and_clean_removes_only_the_stale() {
     assert_eq!(live["contract"]["message"], "schema");
     assert_eq!(live["contract"]["name"], "app.Tick");
     assert_eq!(live["contract"]["version"], 2);
-    assert_eq!(live["subscribers"], 1);
+    assert_eq!(live["subscriber_count"], 1);
     assert!(live["messages"].as_u64().unwrap() > 0);
     let rate = live["rate"].as_f64().unwrap();
     // Of the publisher's order (hz.rs holds the 10 % bound; a loaded machine makes a paced
