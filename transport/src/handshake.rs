@@ -6,6 +6,9 @@
 //!                                   | message u8 | 1 zero byte | name_len u16 | a u32 | b u32 | name
 //!                                   + 2 descriptors: ring (read-only), control block
 //! publisher -> subscriber  REFUSE   magic | version | kind 3 | code u16 | text_len u16 | text
+//! client -> publisher      INSPECT  magic | version | kind 4 | 8 zero bytes
+//! publisher -> client      INFO     magic | version | kind 5 | the topic's snapshot
+//!                                   (`introspect`: no descriptors; the connection then closes)
 //! after WELCOME, both ways DOORBELL 1 byte, never blocking (MSG_DONTWAIT): "look at the ring"
 //!                                   (publisher: a commit for a parked subscriber, a demotion;
 //!                                   subscriber: space released while the publisher waits)
@@ -20,6 +23,10 @@
 //! two up to 16). `name` is the type or schema name: `name_len` bytes, 1 to
 //! [`MAX_CONTRACT_NAME`](crate::MAX_CONTRACT_NAME), UTF-8 without control characters. A WELCOME is
 //! therefore 40 to 168 bytes, and every byte of it is checked.
+//!
+//! A client sends either a HELLO (to subscribe) or an INSPECT (to read the topic's state): both
+//! are admitted by the same credential check. A publisher of this version that predates
+//! INSPECT refuses it as a bad request ("unexpected packet kind 4").
 //!
 //! Version 3 added the contract. Peers of different versions refuse each other: a publisher
 //! answers a request of another version with a REFUSE (reason: protocol version), written in
@@ -38,11 +45,14 @@ pub(crate) const VERSION: u16 = 3;
 /// a version in that version, so that the requester can read why.
 const REFUSE_COMPATIBLE: [u16; 1] = [2];
 const KIND_HELLO: u16 = 1;
+const KIND_INSPECT: u16 = 4;
+pub(crate) const KIND_INFO: u16 = 5;
 pub(crate) const KIND_WELCOME: u16 = 2;
 pub(crate) const KIND_REFUSE: u16 = 3;
 /// Largest control packet.
 pub(crate) const MAX_PACKET: usize = 256;
 const HELLO_LEN: usize = 16;
+const INSPECT_LEN: usize = 16;
 /// A WELCOME without its name.
 const WELCOME_FIXED: usize = 40;
 const MESSAGE_BYTES: u8 = 0;
@@ -155,7 +165,7 @@ pub(crate) fn refuse_reason(code: u16) -> RefuseReason {
     }
 }
 
-fn header(kind: u16, out: &mut Vec<u8>) {
+pub(crate) fn header(kind: u16, out: &mut Vec<u8>) {
     header_as(VERSION, kind, out);
 }
 
@@ -167,7 +177,7 @@ fn header_as(version: u16, kind: u16, out: &mut Vec<u8>) {
 
 /// Checks magic and version and returns the kind. The version is checked before the kind so a
 /// peer of another version always learns that.
-fn check_header(p: &[u8]) -> Result<u16, DecodeError> {
+pub(crate) fn check_header(p: &[u8]) -> Result<u16, DecodeError> {
     if p.len() < 8 {
         return Err(DecodeError::Length(p.len()));
     }
@@ -191,8 +201,9 @@ fn u32_at(p: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([p[at], p[at + 1], p[at + 2], p[at + 3]])
 }
 
-/// The wire fields of a message type: (message, a, b, name).
-fn message_fields(m: &MessageType) -> (u8, u32, u32, &str) {
+/// The wire fields of a message type: (message, a, b, name), as a WELCOME and an INFO carry
+/// them.
+pub(crate) fn message_fields(m: &MessageType) -> (u8, u32, u32, &str) {
     match m {
         MessageType::Bytes => (MESSAGE_BYTES, 0, 0, ""),
         MessageType::Schema { name, version } => (MESSAGE_SCHEMA, *version, 0, name),
@@ -212,16 +223,25 @@ fn decode_message(p: &[u8]) -> Result<MessageType, DecodeError> {
     if p[29] != 0 {
         return Err(DecodeError::Field("reserved"));
     }
-    let (a, b) = (u32_at(p, 32), u32_at(p, 36));
+    message_type(p[28], u32_at(p, 32), u32_at(p, 36), &p[WELCOME_FIXED..])
+}
+
+/// The message type that the wire fields `message`, `a`, `b` and `name` stand for, every field
+/// checked.
+pub(crate) fn message_type(
+    message: u8,
+    a: u32,
+    b: u32,
+    raw: &[u8],
+) -> Result<MessageType, DecodeError> {
     let name = || -> Result<String, DecodeError> {
-        let name =
-            std::str::from_utf8(&p[WELCOME_FIXED..]).map_err(|_| DecodeError::Field("name"))?;
+        let name = std::str::from_utf8(raw).map_err(|_| DecodeError::Field("name"))?;
         contract::check_name(name).map_err(|_| DecodeError::Field("name"))?;
         Ok(name.to_owned())
     };
-    match p[28] {
+    match message {
         MESSAGE_BYTES => {
-            if p.len() != WELCOME_FIXED {
+            if !raw.is_empty() {
                 return Err(DecodeError::Field("name"));
             }
             if a != 0 || b != 0 {
@@ -298,6 +318,38 @@ impl Hello {
             return Err(DecodeError::Field("reserved"));
         }
         Ok(Hello { mode, start })
+    }
+}
+
+/// What a client asks of the publisher: to subscribe, or to see the topic's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Request {
+    Hello(Hello),
+    Inspect,
+}
+
+impl Request {
+    /// The INSPECT record.
+    pub(crate) fn inspect() -> Vec<u8> {
+        let mut out = Vec::with_capacity(INSPECT_LEN);
+        header(KIND_INSPECT, &mut out);
+        out.resize(INSPECT_LEN, 0);
+        out
+    }
+
+    pub(crate) fn decode(p: &[u8]) -> Result<Request, DecodeError> {
+        match check_header(p)? {
+            KIND_INSPECT => {
+                if p.len() != INSPECT_LEN {
+                    return Err(DecodeError::Length(p.len()));
+                }
+                if p[8..].iter().any(|&b| b != 0) {
+                    return Err(DecodeError::Field("reserved"));
+                }
+                Ok(Request::Inspect)
+            }
+            _ => Hello::decode(p).map(Request::Hello),
+        }
     }
 }
 
@@ -494,6 +546,28 @@ mod tests {
         other_version[4] = 9;
         assert_eq!(Hello::decode(&other_version), Err(DecodeError::Version(9)));
         assert!(Reply::decode(&[0xff; 300]).is_err());
+    }
+
+    #[test]
+    fn inspect_requests_decode_and_nothing_else_does() {
+        let good = Request::inspect();
+        assert_eq!(Request::decode(&good), Ok(Request::Inspect));
+        for len in 0..good.len() {
+            assert!(Request::decode(&good[..len]).is_err());
+        }
+        let mut longer = good.clone();
+        longer.push(0);
+        assert_eq!(Request::decode(&longer), Err(DecodeError::Length(17)));
+        for byte in 8..good.len() {
+            let mut p = good.clone();
+            p[byte] = 1;
+            assert_eq!(Request::decode(&p), Err(DecodeError::Field("reserved")));
+        }
+        let hello = Hello {
+            mode: Mode::Gating,
+            start: Start::Newest,
+        };
+        assert_eq!(Request::decode(&hello.encode()), Ok(Request::Hello(hello)));
     }
 
     #[test]

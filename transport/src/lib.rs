@@ -137,6 +137,9 @@
 //! | `server` | the publisher's server thread: accept, credentials, handshake, hang-ups |
 //! | `shared` | what the publisher and its server thread share |
 //! | `handshake` | the versioned control records (codec only) |
+//! | `introspect` | a topic's snapshot ([`TopicInfo`]) and its INFO record (codec only) |
+//! | `introspect_serve` | the publisher's answer to an INSPECT request, and its rate bound |
+//! | `inspect` | asking a publisher for its snapshot: [`inspect`], [`Inspector`] |
 //! | `spin` | how long a publisher polls for space before it sleeps, learned per publisher |
 //! | `wake` | wake delivery, sleeping on the wake word, doorbells, the recheck and nap tuning |
 //! | `readiness` | the subscriber's descriptor for event loops |
@@ -159,6 +162,9 @@ mod deadline;
 mod error;
 mod events;
 mod handshake;
+mod inspect;
+mod introspect;
+mod introspect_serve;
 mod loan;
 mod policy;
 mod publisher;
@@ -187,6 +193,8 @@ pub use error::{
     WaitError,
 };
 pub use handshake::{DecodeError, RefuseReason};
+pub use inspect::{InspectError, Inspector, inspect};
+pub use introspect::{MAX_EXE, MAX_ROWS, ProcessInfo, SubscriberRow, TopicCounters, TopicInfo};
 pub use loan::{Loan, LoanFull, PodLoan};
 pub use policy::Admission;
 pub use publisher::{

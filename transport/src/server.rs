@@ -12,19 +12,22 @@
 //!   `RLIMIT_NOFILE` free, see [`descriptor_reserve`](crate::policy::descriptor_reserve)): new
 //!   ones are refused as busy.
 //! * A hang-up removes the subscriber and signals a publisher waiting for space.
+//! * A client that sends INSPECT instead of HELLO gets the topic's snapshot (see
+//!   `introspect_serve`: bounded in size and rate, no descriptor) and its connection is closed.
 //! * The WELCOME declares the topic's message type; a subscriber that expected another one
 //!   leaves at once, which is handled as any hang-up (the publisher counts it as admitted, then
 //!   departed).
 
 use crate::contract::MessageType;
 use crate::events;
-use crate::handshake::{self, Hello, RefuseReason, Reply};
+use crate::handshake::{self, Hello, RefuseReason, Reply, Request};
+use crate::introspect_serve::{self, AnswerBudget};
 use crate::policy;
 use crate::shared::Shared;
 use crate::shm::SharedMemory;
 use crate::sys::{self, packet::RecvFdsError};
 use crate::wake::Link;
-use shmcast_core::{CONTROL_BLOCK_LEN, SubscriberId};
+use shmcast_core::{CONTROL_BLOCK_LEN, Mode, SubscriberId};
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -38,8 +41,14 @@ const TOKEN_SHUTDOWN: u64 = 1;
 const FIRST_CONN: u64 = 2;
 
 enum State {
-    Handshake { deadline: Instant },
-    Admitted { id: SubscriberId },
+    Handshake {
+        deadline: Instant,
+    },
+    Admitted {
+        id: SubscriberId,
+        /// The mode it asked for (the writer knows the one it has now).
+        requested: Mode,
+    },
 }
 
 struct Conn {
@@ -56,6 +65,10 @@ struct Server {
     next_token: u64,
     /// What the topic carries, as every WELCOME declares it.
     message: MessageType,
+    /// When the topic started being served, for the snapshots' uptime.
+    started: Instant,
+    /// How many more snapshots this second allows.
+    answers: AnswerBudget,
 }
 
 /// Starts the server thread for the topic socket `listener`, declaring `message` to every
@@ -78,6 +91,8 @@ pub(crate) fn spawn(
         conns: HashMap::new(),
         next_token: FIRST_CONN,
         message,
+        started: Instant::now(),
+        answers: AnswerBudget::new(Instant::now()),
     };
     std::thread::Builder::new()
         .name("shmcast-server".into())
@@ -197,7 +212,7 @@ impl Server {
         let Some(conn) = self.conns.get(&token) else {
             return;
         };
-        if let State::Admitted { id } = conn.state {
+        if let State::Admitted { id, .. } = conn.state {
             // Registered for hang-ups only (its doorbells are the publisher's to read): any
             // event is the subscriber leaving.
             if let Some(conn) = self.conns.remove(&token) {
@@ -211,18 +226,23 @@ impl Server {
             (_, Err(RecvFdsError::Io(e))) if e.kind() == io::ErrorKind::WouldBlock => {}
             (State::Handshake { .. }, Ok(n)) => {
                 let conn = self.conns.remove(&token).expect("present");
-                match Hello::decode(&buf[..n]) {
-                    Ok(hello) => {
+                match Request::decode(&buf[..n]) {
+                    Ok(Request::Hello(hello)) => {
                         if let Some(id) = self.admit(token, &conn.sock, hello) {
                             self.conns.insert(
                                 token,
                                 Conn {
                                     sock: conn.sock,
-                                    state: State::Admitted { id },
+                                    state: State::Admitted {
+                                        id,
+                                        requested: hello.mode,
+                                    },
                                 },
                             );
                         }
                     }
+                    // Answered once; dropping the connection closes it.
+                    Ok(Request::Inspect) => self.answer_inspect(&conn.sock),
                     Err(e) => {
                         self.shared.refused.fetch_add(1, Ordering::Relaxed);
                         let reason = RefuseReason::of(&e);
@@ -306,6 +326,25 @@ impl Server {
         events::admitted(&self.shared.topic, sock.as_fd(), id, hello.mode);
         self.shared.joined.notify_all();
         Some(id)
+    }
+
+    /// Sends the topic's snapshot to an INSPECT client, or refuses it as busy past the budget.
+    fn answer_inspect(&mut self, sock: &OwnedFd) {
+        if !self.answers.take(Instant::now()) {
+            self.refuse(sock, RefuseReason::Busy, "too many introspection requests");
+            return;
+        }
+        let conns = &self.conns;
+        let info = introspect_serve::snapshot(&self.shared, self.started, &self.message, |id| {
+            conns.values().find_map(|c| match c.state {
+                State::Admitted { id: at, requested } if at == id => {
+                    Some((c.sock.as_fd(), requested))
+                }
+                _ => None,
+            })
+        });
+        // The socket is non-blocking: a client that cannot take the record now loses it.
+        let _ = sys::packet::try_send_packet(sock.as_fd(), &info.encode());
     }
 
     /// Removes a subscriber whose connection hung up, and wakes the publisher in case it was

@@ -270,3 +270,102 @@ pub fn serve_one(
     sys::packet::send_with_fds(conn.as_fd(), reply, fds)?;
     Ok(conn)
 }
+
+/// Checks, by panicking, what the introspection decoders promise about any packet `p`: the
+/// publisher's request decoder (HELLO or INSPECT) and the client's INFO decoder give a value or
+/// a typed error, never both accept it, and an accepted INSPECT or INFO has no unchecked byte,
+/// so it re-encodes to itself. Returns whether each (request, INFO) accepted it.
+pub fn check_introspection(p: &[u8]) -> (bool, bool) {
+    use crate::handshake::{DecodeError, Request};
+    use crate::introspect::{MAX_INFO, TopicInfo};
+    let request = Request::decode(p);
+    match &request {
+        Ok(Request::Inspect) => assert_eq!(Request::inspect(), p, "INSPECT re-encodes"),
+        Ok(Request::Hello(h)) => assert_eq!(h.encode(), p, "HELLO re-encodes"),
+        Err(_) => {}
+    }
+    let info = TopicInfo::decode(p);
+    if let Ok(info) = &info {
+        assert!(p.len() <= MAX_INFO, "an accepted INFO is within its bound");
+        assert!(info.subscribers.len() <= info.subscriber_count);
+        assert_eq!(info.encode(), p, "an accepted INFO re-encodes to itself");
+    }
+    if let Err(e) = &info {
+        assert!(!matches!(e, DecodeError::Magic) || p.len() >= 8 && p[..4] != *b"SHMC");
+    }
+    assert!(!(request.is_ok() && info.is_ok()), "one packet, one kind");
+    (request.is_ok(), info.is_ok())
+}
+
+/// Valid INSPECT and INFO records (no subscriber, a few with and without pids and executables,
+/// every mode, the most rows with the longest executables), for seeding fuzzers and property
+/// tests.
+pub fn sample_introspection() -> Vec<Vec<u8>> {
+    use crate::introspect::{MAX_EXE, MAX_ROWS, ProcessInfo, SubscriberRow, TopicCounters};
+    use crate::{Contract, Mode, TopicInfo};
+    use std::path::PathBuf;
+    let row = |id: u64, exe: Option<PathBuf>| SubscriberRow {
+        id,
+        process: ProcessInfo {
+            pid: (id % 2 == 0).then_some(id as u32 + 7),
+            uid: 1000,
+            exe,
+        },
+        requested: if id % 3 == 2 {
+            Mode::Lossy
+        } else {
+            Mode::Gating
+        },
+        mode: if id % 3 == 0 {
+            Mode::Gating
+        } else {
+            Mode::Lossy
+        },
+        parked: id % 2 == 1,
+        cursor: id << 12,
+        lag_bytes: id * 64,
+        lag_messages: id,
+        received: 10 * id,
+        lagged: id / 2,
+    };
+    let info = |message: MessageType, rows: Vec<SubscriberRow>, count: usize| TopicInfo {
+        publisher: ProcessInfo {
+            pid: Some(4242),
+            uid: 1000,
+            exe: Some("/usr/local/bin/ticker".into()),
+        },
+        uptime: std::time::Duration::from_millis(12_345),
+        contract: Contract::new(message, 1 << 16),
+        capacity: 1 << 20,
+        counters: TopicCounters {
+            messages: 99,
+            wake_syscalls: 12,
+            full: 3,
+            demotions: 1,
+            admitted: 5,
+            refused: 2,
+            departed: 1,
+        },
+        subscriber_count: count,
+        subscribers: rows,
+    };
+    let long = PathBuf::from("/".to_owned() + &"e".repeat(MAX_EXE - 1));
+    vec![
+        crate::handshake::Request::inspect(),
+        info(MessageType::Bytes, vec![], 0).encode(),
+        info(
+            MessageType::schema("proto:app.Tick", 2),
+            (1..4).map(|id| row(id, Some("/bin/sub".into()))).collect(),
+            3,
+        )
+        .encode(),
+        info(
+            MessageType::pod_named::<[u64; 2]>("Tick"),
+            (0..MAX_ROWS as u64)
+                .map(|id| row(id, (id % 4 != 0).then(|| long.clone())))
+                .collect(),
+            MAX_ROWS + 5,
+        )
+        .encode(),
+    ]
+}

@@ -121,6 +121,11 @@ pub fn handshake() -> Vec<Vec<u8>> {
     out
 }
 
+/// Seeds for `introspection`: the INSPECT request and sample INFO records.
+pub fn introspection() -> Vec<Vec<u8>> {
+    shmcast::test_support::sample_introspection()
+}
+
 /// Seeds for `control_blocks`: programs that publish until the ring wraps, with the hostile
 /// gating cursor left behind, kept at the committed position, or thrown far off, and `parked`
 /// words set between publishes.
@@ -153,6 +158,7 @@ pub fn write_all(dir: &Path) -> io::Result<usize> {
         ("ring_validator", ring_validator()),
         ("frame_reader", frame_reader()),
         ("handshake", handshake()),
+        ("introspection", introspection()),
         ("control_blocks", control_blocks()),
     ] {
         let sub = dir.join(target);

@@ -1,0 +1,119 @@
+//! `shmcast echo TOPIC`: subscribe and print each message (text, hex or JSON lines), reporting
+//! lags and a demotion inline; ends after `--count` messages or when the publisher ends.
+
+use std::io::Write;
+use std::time::Duration;
+
+use clap::ValueEnum;
+use serde_json::json;
+use shmcast::{Mode, RecvError, Start, Subscriber};
+
+use crate::Place;
+use crate::exit::Failure;
+use crate::format::{self, Format};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The topic: a name in the topic directory, or a socket path.
+    topic: String,
+    /// Exit after this many messages.
+    #[arg(long, short = 'n', value_name = "N")]
+    count: Option<u64>,
+    /// Subscribe lossy: never slow the publisher, report what is missed instead.
+    #[arg(long)]
+    lossy: bool,
+    /// Start with the newest message to come, or the oldest still in the ring.
+    #[arg(long, value_enum, default_value_t = From::Newest, value_name = "WHERE")]
+    from: From,
+    /// How to print each message.
+    #[arg(long, value_enum, default_value_t = Format::Auto)]
+    format: Format,
+    /// Wait up to this many seconds for a publisher to appear (default: fail at once).
+    #[arg(long, value_name = "SECS")]
+    wait: Option<f64>,
+    /// Refuse a topic that does not declare this schema (`NAME@VERSION`); exit code 6.
+    #[arg(long, value_name = "NAME@VERSION")]
+    expect_schema: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum From {
+    /// Messages published from now on.
+    Newest,
+    /// Also the history still in the ring.
+    Oldest,
+}
+
+pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
+    let topic = args.topic.as_str();
+    let mut builder = Subscriber::builder(topic)
+        .mode(if args.lossy {
+            Mode::Lossy
+        } else {
+            Mode::Gating
+        })
+        .start(match args.from {
+            From::Newest => Start::Newest,
+            From::Oldest => Start::Oldest,
+        });
+    if let Some(dir) = &place.dir {
+        builder = builder.directory(dir);
+    }
+    if let Some(secs) = args.wait {
+        let wait = Duration::try_from_secs_f64(secs)
+            .map_err(|_| Failure::usage(format!("--wait {secs}: not a number of seconds")))?;
+        builder = builder.connect_timeout(wait);
+    }
+    if let Some(spec) = &args.expect_schema {
+        let (name, version) = parse_schema(spec)?;
+        builder = builder.expect_schema(name, version);
+    }
+    let mut sub = builder.connect().map_err(|e| Failure::connect(topic, e))?;
+    let mut out = std::io::stdout().lock();
+    let mut received = 0u64;
+    while args.count.is_none_or(|n| received < n) {
+        let line = match sub.recv() {
+            Ok(sample) => {
+                received += 1;
+                Some(format::render(args.format, sample.seq(), &sample))
+            }
+            Err(RecvError::Lagged(n)) => notice(args.format, topic, Some(n)),
+            Err(RecvError::Demoted) => notice(args.format, topic, None),
+            Err(RecvError::Disconnected) => return Ok(()),
+            Err(e) => return Err(Failure::recv(topic, e)),
+        };
+        let Some(line) = line else { continue };
+        // A closed pipe (`| head`) ends the command quietly.
+        if writeln!(out, "{line}").is_err() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// A lag (`n` messages missed) or a demotion (`n` is 0): a line for standard output in JSON
+/// output; otherwise said on standard error, so that standard output holds only messages.
+fn notice(format: Format, topic: &str, lagged: Option<u64>) -> Option<String> {
+    if format == Format::Json {
+        return Some(match lagged {
+            Some(n) => json!({"lagged": n}).to_string(),
+            None => json!({"demoted": true}).to_string(),
+        });
+    }
+    match lagged {
+        Some(n) => eprintln!("shmcast: {topic}: missed {n} messages"),
+        None => eprintln!("shmcast: {topic}: too slow, demoted to lossy"),
+    }
+    None
+}
+
+/// `NAME@VERSION` as a schema name and version.
+pub fn parse_schema(spec: &str) -> Result<(String, u32), Failure> {
+    let bad = || Failure::usage(format!("schema {spec:?}: expected NAME@VERSION"));
+    let (name, version) = spec.rsplit_once('@').ok_or_else(bad)?;
+    let version = version.parse().map_err(|_| bad())?;
+    if name.is_empty() {
+        return Err(bad());
+    }
+    Ok((name.to_owned(), version))
+}

@@ -1,0 +1,127 @@
+//! Exit codes and one-line failures: every error a command meets becomes a [`Failure`] naming
+//! the topic (or path) and the cause, with the exit code of its kind.
+
+use std::fmt;
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+
+use shmcast::{BindError, ConnectError, InspectError, RecvError};
+
+/// The documented exit codes (see `shmcast --help`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Any other error.
+    Other = 1,
+    /// The command line is wrong (clap exits with 2 itself).
+    Usage = 2,
+    /// No publisher serves the topic.
+    Missing = 3,
+    /// The topic's socket is left over from a publisher that died.
+    Stale = 4,
+    /// The publisher refused us, is untrusted, or speaks another protocol.
+    Refused = 5,
+    /// The topic carries another message type than expected.
+    Contract = 6,
+}
+
+/// A command's failure: what to print (one line) and how to exit.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: Exit,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(code: Exit, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// An error of kind "other" about `what` (a topic or a path).
+    pub fn other(what: &str, cause: impl fmt::Display) -> Failure {
+        Failure::new(Exit::Other, format!("{what}: {cause}"))
+    }
+
+    pub fn usage(message: impl Into<String>) -> Failure {
+        Failure::new(Exit::Usage, message)
+    }
+
+    /// Why inspecting `topic` failed.
+    pub fn inspect(topic: &str, e: InspectError) -> Failure {
+        let code = match &e {
+            InspectError::NoPublisher { .. } => Exit::Missing,
+            InspectError::Stale(_) => Exit::Stale,
+            InspectError::Refused { .. }
+            | InspectError::UntrustedPublisher { .. }
+            | InspectError::Protocol(_) => Exit::Refused,
+            _ => Exit::Other,
+        };
+        // A publisher of this protocol version built before introspection refuses INSPECT as
+        // a packet of an unknown kind.
+        let hint = match &e {
+            InspectError::Refused { reason, .. } if reason.contains("unexpected packet kind") => {
+                " (the publisher's shmcast predates introspection)"
+            }
+            _ => "",
+        };
+        Failure::new(code, format!("{topic}: {e}{hint}"))
+    }
+
+    /// Why subscribing to `topic` failed.
+    pub fn connect(topic: &str, e: ConnectError) -> Failure {
+        let code = match &e {
+            // A socket left by a dead publisher refuses connections just as a missing one is
+            // absent; tell them apart by looking.
+            ConnectError::NoPublisher { path, .. } if is_socket(path) => {
+                return Failure::new(
+                    Exit::Stale,
+                    format!(
+                        "{topic}: {} is a stale socket: its publisher is gone \
+                         (`shmcast clean` removes it)",
+                        path.display()
+                    ),
+                );
+            }
+            ConnectError::NoPublisher { .. } => Exit::Missing,
+            ConnectError::Refused { .. }
+            | ConnectError::UntrustedPublisher { .. }
+            | ConnectError::Protocol(_)
+            | ConnectError::Layout(_) => Exit::Refused,
+            ConnectError::ContractMismatch { .. } => Exit::Contract,
+            _ => Exit::Other,
+        };
+        Failure::new(code, format!("{topic}: {e}"))
+    }
+
+    /// Why publishing on `topic` could not start.
+    pub fn bind(topic: &str, e: BindError) -> Failure {
+        Failure::other(topic, e)
+    }
+
+    /// Why receiving from `topic` failed.
+    pub fn recv(topic: &str, e: RecvError) -> Failure {
+        let code = match e {
+            RecvError::Corrupt(_) => Exit::Refused,
+            _ => Exit::Other,
+        };
+        Failure::new(code, format!("{topic}: {e}"))
+    }
+}
+
+fn is_socket(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket())
+}
+
+/// The exit codes as `--help` and the README list them.
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  any other error
+  2  usage error (a wrong command line)
+  3  missing topic: no publisher serves it
+  4  stale topic: its socket was left by a publisher that died (`shmcast clean` removes it)
+  5  refused or mismatched peer: the publisher refused us, is not trusted, or speaks another
+     protocol version
+  6  contract mismatch: the topic carries another message type than `--expect-schema` says";

@@ -1,0 +1,62 @@
+//! Ending a publisher on Ctrl-C, SIGTERM or SIGHUP as cleanly as a normal exit: the topic's
+//! socket file is removed, so the topic is not left stale, and subscribers see the hang-up as
+//! the end of the stream (after draining what was published).
+//!
+//! The signals are blocked in every thread (before the publisher starts its own) and taken by
+//! one thread with `sigwait`, which has no async-signal-safety limits: it removes the socket
+//! if it is still the file this publisher bound, then exits with 128 + the signal's number.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// The signals, blocked in this thread and every thread it starts from now on.
+pub struct Blocked(libc::sigset_t);
+
+/// Blocks the terminating signals; call before anything starts a thread.
+pub fn block() -> io::Result<Blocked> {
+    // SAFETY: sigset_t is plain data; sigemptyset initialises it before any other use.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a live, writable sigset_t for each call.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        for s in SIGNALS {
+            libc::sigaddset(&mut set, s);
+        }
+    }
+    // SAFETY: `set` is initialised; a null old set is allowed.
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(Blocked(set))
+}
+
+impl Blocked {
+    /// Starts the thread that, on a signal, removes the socket at `path` (if it is still the
+    /// file there now) and exits.
+    pub fn remove_on_signal(self, path: &Path) -> io::Result<()> {
+        let meta = std::fs::symlink_metadata(path)?;
+        let (path, id): (PathBuf, _) = (path.to_owned(), (meta.dev(), meta.ino()));
+        std::thread::Builder::new()
+            .name("shmcast-signals".into())
+            .spawn(move || {
+                let set = self.0;
+                let mut signal: libc::c_int = 0;
+                // SAFETY: `set` is an initialised sigset_t and `signal` a live int.
+                let rc = unsafe { libc::sigwait(&set, &mut signal) };
+                if rc != 0 {
+                    return;
+                }
+                let same = std::fs::symlink_metadata(&path).is_ok_and(|m| (m.dev(), m.ino()) == id);
+                if same {
+                    let _ = std::fs::remove_file(&path);
+                }
+                std::process::exit(128 + signal);
+            })?;
+        Ok(())
+    }
+}

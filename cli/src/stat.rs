@@ -1,0 +1,147 @@
+//! `shmcast stat TOPIC`: the publisher's counters and one row per subscriber, asked of the
+//! publisher over its topic socket. `--watch` refreshes it: in place on a terminal, as a new
+//! block (or JSON line) each time when piped.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use shmcast::TopicInfo;
+
+use crate::Place;
+use crate::exit::Failure;
+use crate::{snapshot, table};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The topic: a name in the topic directory, or a socket path.
+    topic: String,
+    /// Print JSON (with --watch, one object a line).
+    #[arg(long)]
+    json: bool,
+    /// Refresh until interrupted or the publisher goes away.
+    #[arg(long, short)]
+    watch: bool,
+    /// Time between refreshes with --watch, in milliseconds.
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    interval: u64,
+    /// With --watch, stop after this many refreshes.
+    #[arg(long, value_name = "N")]
+    count: Option<u64>,
+    /// How long to wait for the publisher's answer, in milliseconds.
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    timeout: u64,
+}
+
+pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
+    let inspector = place.inspector(&args.topic, Duration::from_millis(args.timeout));
+    let first = inspector
+        .inspect()
+        .map_err(|e| Failure::inspect(&args.topic, e))?;
+    if !args.watch {
+        print!("{}", render(&args, &first));
+        return Ok(());
+    }
+    let in_place = std::io::stdout().is_terminal() && !args.json;
+    let mut info = first;
+    let mut shown = 0u64;
+    loop {
+        let text = render(&args, &info);
+        let mut out = std::io::stdout().lock();
+        let written = if in_place {
+            write!(out, "\x1b[H\x1b[2J{text}")
+        } else if args.json {
+            write!(out, "{text}")
+        } else {
+            writeln!(out, "{text}")
+        };
+        // A closed pipe (`| head`) ends the watch.
+        if written.and_then(|()| out.flush()).is_err() {
+            return Ok(());
+        }
+        drop(out);
+        shown += 1;
+        if args.count.is_some_and(|n| shown >= n) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(args.interval));
+        info = match inspector.inspect() {
+            Ok(info) => info,
+            Err(e) => {
+                eprintln!("shmcast: {}: {e}; stopped watching", args.topic);
+                return Ok(());
+            }
+        };
+    }
+}
+
+/// The snapshot as text (or one JSON line), ending with a newline.
+fn render(args: &Args, info: &TopicInfo) -> String {
+    if args.json {
+        return format!("{}\n", snapshot::info_json(&args.topic, info));
+    }
+    let p = &info.publisher;
+    let c = &info.counters;
+    let mut out = format!(
+        "topic {}: publisher pid {} uid {} ({}), up {:.1} s\n\
+         contract: {}; capacity {}\n\
+         messages {}  wakes {}  full {}  demotions {}  admitted {}  refused {}  departed {}\n\n",
+        args.topic,
+        snapshot::pid(p),
+        p.uid,
+        p.exe
+            .as_ref()
+            .map_or("-".into(), |e| e.display().to_string()),
+        info.uptime.as_secs_f64(),
+        info.contract,
+        snapshot::bytes(info.capacity),
+        c.messages,
+        c.wake_syscalls,
+        c.full,
+        c.demotions,
+        c.admitted,
+        c.refused,
+        c.departed,
+    );
+    if info.subscribers.is_empty() {
+        out.push_str("no subscribers\n");
+        return out;
+    }
+    let rows: Vec<Vec<String>> = info
+        .subscribers
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.to_string(),
+                snapshot::pid(&r.process),
+                snapshot::exe(&r.process),
+                snapshot::mode(r).to_owned(),
+                if r.parked { "parked" } else { "busy" }.to_owned(),
+                r.lag_messages.to_string(),
+                snapshot::bytes(r.lag_bytes),
+                r.received.to_string(),
+                r.lagged.to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&table::render(
+        &[
+            "ID",
+            "PID",
+            "EXE",
+            "MODE",
+            "STATE",
+            "LAG",
+            "LAG BYTES",
+            "RECEIVED",
+            "LAGGED",
+        ],
+        &rows,
+    ));
+    if info.subscriber_count > info.subscribers.len() {
+        out.push_str(&format!(
+            "... and {} more\n",
+            info.subscriber_count - info.subscribers.len()
+        ));
+    }
+    out
+}

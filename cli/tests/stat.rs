@@ -1,0 +1,138 @@
+//! `stat` against a publisher process and three subscriber processes: the right pid and mode
+//! for each, and a gating subscriber stopped with SIGSTOP falling further behind at every look,
+//! still gating, until the publisher's stall bound demotes it.
+
+mod common;
+
+use common::{Proc, code, json, run, scratch, shmcast, stat_with, wait_for};
+use serde_json::Value;
+use std::process::Stdio;
+use std::time::Duration;
+
+fn row(stat: &Value, pid: u32) -> Value {
+    stat["subscribers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["pid"] == pid)
+        .unwrap_or_else(|| panic!("no row for pid {pid} in {stat}"))
+        .clone()
+}
+
+#[test]
+fn stat_shows_each_subscriber_and_a_stopped_one_falling_behind() {
+    let dir = scratch("stat");
+    // 200 messages of 1000 bytes a second into 512 KiB: the ring fills about 2.6 s after a
+    // subscriber stops (the lag is read three times before, at 0.3 s steps, leaving room for a
+    // slow machine), then the default stall bound (5 s) demotes it.
+    let publisher = Proc::spawn(shmcast(
+        &dir,
+        &[
+            "pub",
+            "t",
+            "--rate",
+            "200",
+            "--size",
+            "1000",
+            "--capacity",
+            "524288",
+        ],
+    ));
+    let subscriber = |extra: &[&str]| {
+        let mut args = vec!["echo", "t", "--wait", "20", "--format", "hex"];
+        args.extend_from_slice(extra);
+        let mut cmd = shmcast(&dir, &args);
+        // Output nobody reads must not fill a pipe and stall the subscriber.
+        cmd.stdout(Stdio::null());
+        Proc::spawn(cmd)
+    };
+    let gating = subscriber(&[]);
+    let lossy = subscriber(&["--lossy"]);
+    let stopped = subscriber(&[]);
+    let stat = stat_with(&dir, "t", 3);
+    assert_eq!(stat["publisher"]["pid"], publisher.pid());
+    assert!(
+        stat["publisher"]["exe"]
+            .as_str()
+            .unwrap()
+            .ends_with("shmcast")
+    );
+    assert_eq!(stat["contract"]["message"], "bytes");
+    assert_eq!(stat["capacity"], 524_288);
+    for (proc, mode) in [(&gating, "gating"), (&lossy, "lossy"), (&stopped, "gating")] {
+        let r = row(&stat, proc.pid());
+        assert_eq!(r["mode"], mode, "{r}");
+        assert!(r["exe"].as_str().unwrap().ends_with("shmcast"), "{r}");
+    }
+
+    stopped.signal(libc::SIGSTOP);
+    let mut lags = Vec::new();
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(300));
+        let r = row(
+            &json(&run(shmcast(&dir, &["stat", "t", "--json"]))),
+            stopped.pid(),
+        );
+        assert_eq!(r["mode"], "gating", "demoted too early: {r}");
+        lags.push((
+            r["lag_messages"].as_u64().unwrap(),
+            r["lag_bytes"].as_u64().unwrap(),
+        ));
+    }
+    assert!(
+        lags.windows(2).all(|w| w[1].0 > w[0].0 && w[1].1 > w[0].1),
+        "lag not growing: {lags:?}"
+    );
+    let demoted = wait_for("the demotion", Duration::from_secs(30), || {
+        let out = shmcast(&dir, &["stat", "t", "--json"]).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+        let r = row(&v, stopped.pid());
+        (r["mode"] == "demoted").then_some(v)
+    });
+    assert!(demoted["demotions"].as_u64().unwrap() >= 1);
+    // The others kept up: still in their modes.
+    assert_eq!(row(&demoted, gating.pid())["mode"], "gating");
+    assert_eq!(row(&demoted, lossy.pid())["mode"], "lossy");
+    stopped.signal(libc::SIGCONT);
+
+    // The table shows the same rows.
+    let table = run(shmcast(&dir, &["stat", "t"]));
+    assert_eq!(code(&table), 0);
+    let text = String::from_utf8(table.stdout).unwrap();
+    for pid in [gating.pid(), lossy.pid(), stopped.pid()] {
+        assert!(text.contains(&format!(" {pid} ")), "{text}");
+    }
+    assert!(text.contains("demoted"), "{text}");
+}
+
+#[test]
+fn watch_prints_a_line_per_refresh_when_piped() {
+    let dir = scratch("watch");
+    let _publisher = Proc::spawn(shmcast(&dir, &["pub", "t", "--rate", "100", "--size", "8"]));
+    stat_with(&dir, "t", 0);
+    let out = run(shmcast(
+        &dir,
+        &[
+            "stat",
+            "t",
+            "--watch",
+            "--json",
+            "--interval",
+            "100",
+            "--count",
+            "3",
+        ],
+    ));
+    assert_eq!(code(&out), 0);
+    let counts: Vec<u64> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["messages"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(counts.len(), 3);
+    assert!(counts[2] > counts[0], "{counts:?}");
+}

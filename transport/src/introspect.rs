@@ -1,0 +1,481 @@
+//! A topic's state as its publisher reports it to an INSPECT request: the snapshot types and
+//! their INFO record (codec only, fixed bounds, every byte checked).
+//!
+//! ```text
+//! INFO   magic | version | kind 5 | flags u16 (0) | rows u16 | subscribers u32
+//!        | pid u32 | uid u32 | uptime_ns u64 | capacity u64 | max_message u64
+//!        | messages u64 | wake_syscalls u64 | full u64 | demotions u64
+//!        | admitted u64 | refused u64 | departed u64
+//!        | message u8 | 1 zero byte | name_len u16 | a u32 | b u32 | exe_len u16 | name | exe
+//!        | rows x ( id u64 | pid u32 | uid u32 | requested u8 | mode u8 | parked u8 | 1 zero byte
+//!                 | exe_len u16 | cursor u64 | lag_bytes u64 | lag_messages u64
+//!                 | received u64 | lagged u64 | exe )
+//! ```
+//!
+//! All integers little-endian. `message`, `a`, `b` and `name` are the contract's message type as
+//! a WELCOME carries it. A pid of 0 is a process outside the publisher's pid namespace; an
+//! `exe_len` of 0 an executable that could not be read. Modes are 1 (gating) and 2 (lossy); a
+//! row's `requested` is the mode it asked for, `mode` the one it has now (gating, lossy, or
+//! lossy after a demotion).
+//!
+//! # Bounds
+//!
+//! At most [`MAX_ROWS`] rows (`subscribers` counts them all: a topic with more subscribers
+//! reports the first [`MAX_ROWS`]) and executables of at most [`MAX_EXE`] bytes (longer ones are
+//! cut), so a record is at most [`MAX_INFO`] bytes. A record that breaks any of this, or has a
+//! byte more or less than its lengths say, is refused with a [`DecodeError`].
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use shmcast_core::Mode;
+
+use crate::contract::{self, Contract, MessageType};
+use crate::handshake::{self, DecodeError, KIND_INFO, message_fields, message_type};
+
+/// Most subscriber rows in one snapshot.
+pub const MAX_ROWS: usize = 128;
+/// Longest executable path in a snapshot, in bytes.
+pub const MAX_EXE: usize = 255;
+const FIXED: usize = 118;
+const ROW_FIXED: usize = 62;
+/// Largest INFO record.
+pub(crate) const MAX_INFO: usize =
+    FIXED + contract::MAX_CONTRACT_NAME + MAX_EXE + MAX_ROWS * (ROW_FIXED + MAX_EXE);
+
+/// A process at the other end of a topic socket, as the publisher sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ProcessInfo {
+    /// Its pid in the publisher's pid namespace (`None`: it has none there). Informational:
+    /// pids are reused.
+    pub pid: Option<u32>,
+    /// Its effective uid.
+    pub uid: u32,
+    /// Its executable (`None`: unreadable), cut to [`MAX_EXE`] bytes.
+    pub exe: Option<PathBuf>,
+}
+
+/// The publisher's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TopicCounters {
+    /// Messages published.
+    pub messages: u64,
+    /// Wake syscalls made (doorbells and futex wakes).
+    pub wake_syscalls: u64,
+    /// Times a loan found the ring full.
+    pub full: u64,
+    /// Gating subscribers demoted to lossy.
+    pub demotions: u64,
+    /// Subscribers admitted so far.
+    pub admitted: u64,
+    /// Connections refused.
+    pub refused: u64,
+    /// Subscribers that left or died.
+    pub departed: u64,
+}
+
+/// One subscriber of a topic.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SubscriberRow {
+    /// The publisher's number for it.
+    pub id: u64,
+    /// Its process.
+    pub process: ProcessInfo,
+    /// The mode it asked for.
+    pub requested: Mode,
+    /// The mode it has now.
+    pub mode: Mode,
+    /// Whether it is parked, waiting for a message (else busy, or not waiting yet).
+    pub parked: bool,
+    /// The ring position it has released up to.
+    pub cursor: u64,
+    /// Bytes published that it has not released.
+    pub lag_bytes: u64,
+    /// Messages published that it has not taken.
+    pub lag_messages: u64,
+    /// Messages it reports having received.
+    pub received: u64,
+    /// Messages it reports having missed.
+    pub lagged: u64,
+}
+
+impl SubscriberRow {
+    /// Whether it asked to be gating and was demoted to lossy for stalling the publisher.
+    pub fn demoted(&self) -> bool {
+        self.requested == Mode::Gating && self.mode == Mode::Lossy
+    }
+}
+
+/// A topic's state, as its publisher answered [`inspect`](crate::inspect).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TopicInfo {
+    /// The publisher's own process.
+    pub publisher: ProcessInfo,
+    /// How long the publisher has served the topic.
+    pub uptime: Duration,
+    /// What the topic carries.
+    pub contract: Contract,
+    /// The ring's data capacity in bytes.
+    pub capacity: u64,
+    /// The publisher's counters.
+    pub counters: TopicCounters,
+    /// How many subscribers the topic has (`subscribers` holds at most [`MAX_ROWS`] of them).
+    pub subscriber_count: usize,
+    /// The subscribers, by id.
+    pub subscribers: Vec<SubscriberRow>,
+}
+
+impl TopicInfo {
+    /// The INFO record of this snapshot, cutting what exceeds the bounds.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let rows = &self.subscribers[..self.subscribers.len().min(MAX_ROWS)];
+        let mut out = Vec::with_capacity(MAX_INFO);
+        handshake::header(KIND_INFO, &mut out);
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(&(rows.len() as u16).to_le_bytes());
+        let count = self.subscriber_count.max(rows.len());
+        out.extend_from_slice(&u32::try_from(count).unwrap_or(u32::MAX).to_le_bytes());
+        let p = &self.publisher;
+        out.extend_from_slice(&p.pid.unwrap_or(0).to_le_bytes());
+        out.extend_from_slice(&p.uid.to_le_bytes());
+        let uptime = u64::try_from(self.uptime.as_nanos()).unwrap_or(u64::MAX);
+        let c = &self.counters;
+        for v in [
+            uptime,
+            self.capacity,
+            self.contract.max_message as u64,
+            c.messages,
+            c.wake_syscalls,
+            c.full,
+            c.demotions,
+            c.admitted,
+            c.refused,
+            c.departed,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        let (kind, a, b, name) = message_fields(&self.contract.message);
+        let exe = exe_bytes(&p.exe);
+        out.extend_from_slice(&[kind, 0]);
+        out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        out.extend_from_slice(&a.to_le_bytes());
+        out.extend_from_slice(&b.to_le_bytes());
+        out.extend_from_slice(&(exe.len() as u16).to_le_bytes());
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(exe);
+        for r in rows {
+            let exe = exe_bytes(&r.process.exe);
+            out.extend_from_slice(&r.id.to_le_bytes());
+            out.extend_from_slice(&r.process.pid.unwrap_or(0).to_le_bytes());
+            out.extend_from_slice(&r.process.uid.to_le_bytes());
+            out.extend_from_slice(&[mode_byte(r.requested), mode_byte(r.mode), r.parked as u8, 0]);
+            out.extend_from_slice(&(exe.len() as u16).to_le_bytes());
+            for v in [r.cursor, r.lag_bytes, r.lag_messages, r.received, r.lagged] {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+            out.extend_from_slice(exe);
+        }
+        debug_assert!(out.len() <= MAX_INFO);
+        out
+    }
+
+    /// Reads an INFO record; anything else, or any byte out of place, is an error.
+    pub(crate) fn decode(p: &[u8]) -> Result<TopicInfo, DecodeError> {
+        let kind = handshake::check_header(p)?;
+        if kind != KIND_INFO {
+            return Err(DecodeError::Kind(kind));
+        }
+        if p.len() < FIXED || p.len() > MAX_INFO {
+            return Err(DecodeError::Length(p.len()));
+        }
+        let mut r = Cursor { p, at: 8 };
+        if r.u16()? != 0 {
+            return Err(DecodeError::Field("flags"));
+        }
+        let rows = r.u16()? as usize;
+        let count = r.u32()? as usize;
+        if rows > MAX_ROWS || rows > count || (rows < MAX_ROWS && rows != count) {
+            return Err(DecodeError::Field("rows"));
+        }
+        let pid = r.u32()?;
+        let uid = r.u32()?;
+        let mut v = [0u64; 10];
+        for slot in &mut v {
+            *slot = r.u64()?;
+        }
+        let [
+            uptime,
+            capacity,
+            max_message,
+            messages,
+            wake_syscalls,
+            full,
+            demotions,
+            admitted,
+        ] = [v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]];
+        let [refused, departed] = [v[8], v[9]];
+        let message = r.u8()?;
+        if r.u8()? != 0 {
+            return Err(DecodeError::Field("reserved"));
+        }
+        let name_len = r.u16()? as usize;
+        let (a, b) = (r.u32()?, r.u32()?);
+        let exe_len = r.u16()? as usize;
+        let name = r.take(name_len)?;
+        let exe = r.exe(exe_len)?;
+        let message = message_type(message, a, b, name)?;
+        let max_message =
+            usize::try_from(max_message).map_err(|_| DecodeError::Field("max_message"))?;
+        if let MessageType::Pod { size, .. } = message
+            && size > max_message
+        {
+            return Err(DecodeError::Field("max_message"));
+        }
+        let mut subscribers = Vec::with_capacity(rows);
+        for _ in 0..rows {
+            let id = r.u64()?;
+            let pid = r.u32()?;
+            let uid = r.u32()?;
+            let requested = decode_mode(r.u8()?)?;
+            let mode = decode_mode(r.u8()?)?;
+            if requested == Mode::Lossy && mode == Mode::Gating {
+                return Err(DecodeError::Field("mode"));
+            }
+            let parked = match r.u8()? {
+                0 => false,
+                1 => true,
+                _ => return Err(DecodeError::Field("parked")),
+            };
+            if r.u8()? != 0 {
+                return Err(DecodeError::Field("reserved"));
+            }
+            let exe_len = r.u16()? as usize;
+            let mut w = [0u64; 5];
+            for slot in &mut w {
+                *slot = r.u64()?;
+            }
+            let exe = r.exe(exe_len)?;
+            if subscribers
+                .last()
+                .is_some_and(|last: &SubscriberRow| last.id >= id)
+            {
+                return Err(DecodeError::Field("id"));
+            }
+            subscribers.push(SubscriberRow {
+                id,
+                process: ProcessInfo {
+                    pid: (pid != 0).then_some(pid),
+                    uid,
+                    exe,
+                },
+                requested,
+                mode,
+                parked,
+                cursor: w[0],
+                lag_bytes: w[1],
+                lag_messages: w[2],
+                received: w[3],
+                lagged: w[4],
+            });
+        }
+        if r.at != p.len() {
+            return Err(DecodeError::Length(p.len()));
+        }
+        Ok(TopicInfo {
+            publisher: ProcessInfo {
+                pid: (pid != 0).then_some(pid),
+                uid,
+                exe,
+            },
+            uptime: Duration::from_nanos(uptime),
+            contract: Contract::new(message, max_message),
+            capacity,
+            counters: TopicCounters {
+                messages,
+                wake_syscalls,
+                full,
+                demotions,
+                admitted,
+                refused,
+                departed,
+            },
+            subscriber_count: count,
+            subscribers,
+        })
+    }
+}
+
+/// An executable's bytes as the record carries them: at most [`MAX_EXE`], none when unknown.
+fn exe_bytes(exe: &Option<PathBuf>) -> &[u8] {
+    let bytes = exe.as_deref().map_or(&[][..], |p| p.as_os_str().as_bytes());
+    &bytes[..bytes.len().min(MAX_EXE)]
+}
+
+fn mode_byte(mode: Mode) -> u8 {
+    match mode {
+        Mode::Gating => 1,
+        Mode::Lossy => 2,
+    }
+}
+
+fn decode_mode(b: u8) -> Result<Mode, DecodeError> {
+    match b {
+        1 => Ok(Mode::Gating),
+        2 => Ok(Mode::Lossy),
+        _ => Err(DecodeError::Field("mode")),
+    }
+}
+
+/// Reads fields in order; running past the end is a length error.
+struct Cursor<'a> {
+    p: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&e| e <= self.p.len())
+            .ok_or(DecodeError::Length(self.p.len()))?;
+        let bytes = &self.p[self.at..end];
+        self.at = end;
+        Ok(bytes)
+    }
+
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u16(&mut self) -> Result<u16, DecodeError> {
+        let b = self.take(2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        let mut b = [0; 8];
+        b.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(b))
+    }
+
+    fn exe(&mut self, len: usize) -> Result<Option<PathBuf>, DecodeError> {
+        if len > MAX_EXE {
+            return Err(DecodeError::Field("exe_len"));
+        }
+        let bytes = self.take(len)?;
+        Ok((!bytes.is_empty()).then(|| PathBuf::from(std::ffi::OsStr::from_bytes(bytes))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(rows: usize) -> TopicInfo {
+        TopicInfo {
+            publisher: ProcessInfo {
+                pid: Some(42),
+                uid: 1000,
+                exe: Some("/usr/bin/pub".into()),
+            },
+            uptime: Duration::from_millis(1500),
+            contract: Contract::new(MessageType::pod_named::<u64>("Tick"), 4096),
+            capacity: 1 << 20,
+            counters: TopicCounters {
+                messages: 7,
+                wake_syscalls: 3,
+                full: 1,
+                demotions: 1,
+                admitted: 4,
+                refused: 2,
+                departed: 1,
+            },
+            subscriber_count: rows,
+            subscribers: (0..rows as u64)
+                .map(|id| SubscriberRow {
+                    id,
+                    process: ProcessInfo {
+                        pid: (id % 2 == 1).then_some(id as u32 + 100),
+                        uid: 1000,
+                        exe: (id % 3 != 0).then(|| PathBuf::from("/x".repeat(200))),
+                    },
+                    requested: Mode::Gating,
+                    mode: if id % 2 == 0 {
+                        Mode::Gating
+                    } else {
+                        Mode::Lossy
+                    },
+                    parked: id % 2 == 0,
+                    cursor: id * 64,
+                    lag_bytes: 64,
+                    lag_messages: 1,
+                    received: id,
+                    lagged: 0,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn round_trips_and_cuts_at_the_bounds() {
+        for rows in [0, 1, 5] {
+            let info = sample(rows);
+            let mut cut = info.clone();
+            for r in &mut cut.subscribers {
+                r.process.exe = r.process.exe.as_ref().map(|e| {
+                    PathBuf::from(std::ffi::OsStr::from_bytes(exe_bytes(&Some(e.clone()))))
+                });
+            }
+            assert_eq!(TopicInfo::decode(&info.encode()), Ok(cut));
+        }
+        let bytes = sample(MAX_ROWS + 10).encode();
+        assert!(bytes.len() <= MAX_INFO);
+        let back = TopicInfo::decode(&bytes).unwrap();
+        assert_eq!(back.subscriber_count, MAX_ROWS + 10);
+        assert_eq!(back.subscribers.len(), MAX_ROWS);
+        assert!(back.subscribers.iter().all(|r| {
+            r.process
+                .exe
+                .as_ref()
+                .is_none_or(|e| e.as_os_str().len() == MAX_EXE)
+        }));
+    }
+
+    #[test]
+    fn refuses_every_truncation_extension_and_bad_field() {
+        let good = sample(3).encode();
+        for len in 0..good.len() {
+            assert!(TopicInfo::decode(&good[..len]).is_err(), "{len}");
+        }
+        let mut longer = good.clone();
+        longer.push(0);
+        assert!(TopicInfo::decode(&longer).is_err());
+        for byte in 0..good.len() {
+            for bit in 0..8 {
+                let mut p = good.clone();
+                p[byte] ^= 1 << bit;
+                if let Ok(info) = TopicInfo::decode(&p) {
+                    // Whatever is accepted is exactly what it encodes to.
+                    assert_eq!(info.encode(), p, "byte {byte} bit {bit}");
+                }
+            }
+        }
+        let demoted_backwards = {
+            let mut info = sample(1);
+            info.subscribers[0].requested = Mode::Lossy;
+            info.subscribers[0].mode = Mode::Gating;
+            info.encode()
+        };
+        assert_eq!(
+            TopicInfo::decode(&demoted_backwards),
+            Err(DecodeError::Field("mode"))
+        );
+    }
+}
