@@ -93,7 +93,7 @@ fn gating_reader_is_never_overwritten() {
 #[test]
 fn lossy_lag_is_exact_with_random_sizes() {
     let mut rng = Rng(0x9e3779b97f4a7c15);
-    let iterations = if cfg!(miri) { 300 } else { 200_000 };
+    let iterations = if cfg!(miri) { 100 } else { 200_000 };
     let mut w = ring(1024, 200);
     let mut r = join(&mut w, Mode::Lossy, Start::Newest, 0);
     let mut buf = Vec::new();
@@ -359,7 +359,7 @@ fn removed_reader_stops_gating() {
 /// checks every payload byte; the lossy reader checks payloads and exact lag accounting.
 #[test]
 fn threads_gating_and_lossy() {
-    let total: u64 = if cfg!(miri) { 200 } else { 200_000 };
+    let total: u64 = if cfg!(miri) { 60 } else { 200_000 };
     let mut w = ring(4096, 512);
     let gating = join(&mut w, Mode::Gating, Start::Newest, 0);
     let lossy = join(&mut w, Mode::Lossy, Start::Newest, 1);
