@@ -200,7 +200,7 @@ fn latest(r: &mut Reader, buf: &mut Vec<u8>) -> (u64, u64) {
 /// skipped, exactly once, in order; a latest read returns the newest committed message.
 #[test]
 fn random_reads_account_for_every_message() {
-    let iterations = if cfg!(miri) { 100 } else { 100_000 };
+    let iterations = if cfg!(miri) { 300 } else { 100_000 };
     for resume in [Resume::Oldest, Resume::Newest, Resume::Slack] {
         let mut rng = Rng(0x5eed_0001 ^ resume as u64);
         let mut w = ring(1024, 200);

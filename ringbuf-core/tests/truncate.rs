@@ -162,7 +162,7 @@ impl Tally {
 /// committed with k (some abandoned, some exact), interleaved with a gating and a lossy reader.
 #[test]
 fn random_truncated_commits_arrive_exactly() {
-    let steps = if cfg!(miri) { 120 } else { 100_000 };
+    let steps = if cfg!(miri) { 400 } else { 100_000 };
     for (seed, cap, max) in [(1u64, 64u64, 16u64), (7, 256, 96), (0x9e37, 1024, 200)] {
         let mut rng = Rng(seed.wrapping_mul(0x9e3779b97f4a7c15) | 1);
         let mut w = ring(cap, max);
@@ -235,7 +235,7 @@ fn random_truncated_commits_arrive_exactly() {
 /// garbage, a gating and a lossy reader checking every length and byte.
 #[test]
 fn threads_truncated_commits() {
-    let total: u64 = if cfg!(miri) { 60 } else { 200_000 };
+    let total: u64 = if cfg!(miri) { 200 } else { 200_000 };
     let mut w = ring(4096, 512);
     let gating = join(&mut w, Mode::Gating, Start::Newest);
     let lossy = join(&mut w, Mode::Lossy, Start::Newest);
