@@ -13,6 +13,7 @@
 //! | module | what it holds |
 //! |---|---|
 //! | [`region`] | the memory region and its atomic/byte accessors |
+//! | `racy_copy` | the string copy a lossy read takes on x86-64, and why it is defined |
 //! | [`layout`] | the shared ABI (ring header, control block, frame size), its `# Layout` diagram, validation |
 //! | [`frame`] | frame encoding and bounds-checked decoding |
 //! | [`wake`] | the park/wake protocol: parked flags, the wake word, the wait for space, their fences |
@@ -53,6 +54,8 @@
 pub mod frame;
 pub mod latest;
 pub mod layout;
+#[cfg(all(target_arch = "x86_64", not(miri), not(shmcast_loom)))]
+mod racy_copy;
 pub mod reader;
 pub mod region;
 pub mod reservation;

@@ -385,7 +385,7 @@ impl Reader {
 
     /// Copies a peeked frame's payload into `dst` (resized to fit).
     pub fn read_payload(&self, frame: &Frame, dst: &mut Vec<u8>) {
-        dst.clear();
+        // Every byte is overwritten below: only a longer message fills the new part first.
         dst.resize(frame.len as usize, 0);
         if self.gating {
             // SAFETY: as in `payload`: committed and gated until release.
@@ -460,7 +460,8 @@ impl Reader {
             step::point();
             let geometry = frame::decode(meta, self.pos, committed, self.cap, self.max_payload);
             if let Some(g) = geometry.as_ref().ok().filter(|g| g.kind == Kind::Message) {
-                dst.clear();
+                // Every byte is overwritten by the copy: resizing without clearing fills only
+                // what grew (a 1 MiB memset per read otherwise).
                 dst.resize(g.len as usize, 0);
                 self.ring.copy_racy(off + frame::FRAME_HEADER_LEN, dst);
                 step::point();

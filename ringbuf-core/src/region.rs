@@ -28,6 +28,11 @@ mod real {
     use std::alloc::{Layout, alloc_zeroed, dealloc};
     use std::sync::Arc;
 
+    /// Copies at least this long take the string-copy path of [`racy_copy`]; shorter ones the
+    /// word loop, whose cost has no start-up part (`reader/lossy_copy` in the validate bench).
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    const RACY_STRING_COPY_MIN: usize = 256;
+
     /// A shared memory region: base pointer, length and whatever keeps the memory alive.
     ///
     /// Cloning is cheap (an `Arc`); the memory stays mapped while any clone lives.
@@ -169,6 +174,13 @@ mod real {
         pub(crate) fn copy_racy(&self, off: usize, dst: &mut [u8]) {
             let words = dst.len().div_ceil(8);
             self.check(off, words * 8, 8);
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            if dst.len() >= RACY_STRING_COPY_MIN {
+                // SAFETY: `[off, off + dst.len())` lies in the region (checked above) and `dst`
+                // is a distinct, writable buffer of that length.
+                unsafe { crate::racy_copy::string_copy(self.ptr.as_ptr().add(off), dst) };
+                return;
+            }
             let mut chunks = dst.chunks_mut(8);
             for (i, chunk) in chunks.by_ref().enumerate() {
                 // SAFETY: word `i` lies inside the range checked above and is 8-aligned.
