@@ -9,6 +9,8 @@
 //! 5. gating and lossy readers on one ring.
 #![cfg(shmcast_loom)]
 
+mod support;
+
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::{Arc, Condvar, Mutex, Notify};
 use loom::thread;
@@ -166,7 +168,7 @@ fn read_all_then_notify(
 
 #[test]
 fn model1_two_gating_readers_wrap() {
-    loom::model(|| {
+    support::three_threads(|| {
         let mut w = ring::<Wake>();
         prefill(&mut w);
         let (wa, wb, space) = (notify(), notify(), notify());
@@ -376,7 +378,7 @@ fn model4_join_and_leave_during_commits() {
 
 #[test]
 fn model5_gating_and_lossy_on_one_ring() {
-    loom::model(|| {
+    support::three_threads(|| {
         let mut w = ring::<Wake>();
         prefill(&mut w);
         let (wg, wl, space) = (notify(), notify(), notify());

@@ -9,6 +9,8 @@
 //!     the lossy one receives or counts every message exactly.
 #![cfg(shmcast_loom)]
 
+mod support;
+
 use loom::sync::{Arc, Notify};
 use loom::thread;
 use shmcast_core::{
@@ -137,7 +139,7 @@ fn t2_gating_and_lossy_readers_with_truncated_commits() {
     // at 48, waits until the gating reader released message 1, overwrites messages 0 and 1 with
     // its garbage and is committed as [64, 80).
     const LENS: [usize; 3] = [0, 16, 0];
-    loom::model(|| {
+    support::three_threads(|| {
         let mut w = writer(64, 16);
         let (mut g, wg) = subscribe(&mut w, Mode::Gating);
         let (mut l, wl) = subscribe(&mut w, Mode::Lossy);
