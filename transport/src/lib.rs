@@ -161,6 +161,7 @@ mod contract;
 mod deadline;
 mod error;
 mod events;
+mod full_wait;
 mod handshake;
 mod inspect;
 mod introspect;
@@ -178,6 +179,9 @@ mod sys;
 #[cfg(feature = "test-support")]
 #[doc(hidden)]
 pub mod test_support;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub mod tokio;
 mod topic;
 mod wake;
 
