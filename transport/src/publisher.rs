@@ -274,6 +274,8 @@ pub struct Publisher {
     claim: Claim,
     stall_bound: Option<Duration>,
     pub(crate) space_waits: u64,
+    /// Times an async loan found the ring full (the writer counts those of `try_reserve`).
+    full_async: u64,
     /// How long a loan polls for space before it sleeps, learned from the last waits.
     spin: Spin,
     max_message: usize,
@@ -363,6 +365,7 @@ impl Publisher {
             claim,
             stall_bound: b.stall_bound,
             space_waits: 0,
+            full_async: 0,
             spin: Spin::new(b.spin_limit),
             max_message: cfg.max_payload(),
             contract,
@@ -496,6 +499,7 @@ impl Publisher {
             if guard.has_space_for(len) {
                 return Ok(None);
             }
+            self.full_async += 1;
             if let Next::Sleep(timeout) = full.on_full(shared, &mut guard, &mut self.spin, len)? {
                 self.space_waits += 1;
                 return Ok(Some(timeout));
@@ -598,7 +602,7 @@ impl Publisher {
         PublisherStats {
             messages: ws.messages,
             wake_syscalls: self.shared.wake_syscalls.load(Ordering::Relaxed),
-            full: ws.full,
+            full: ws.full + self.full_async,
             space_waits: self.space_waits,
             demotions: ws.demotions,
             admitted: self.shared.admitted.load(Ordering::Relaxed),
