@@ -137,7 +137,9 @@ pub fn run_trial(trial: Trial) -> Result<Outcome> {
                 mine = vec![to_relay];
             }
             fleet.expect_all("ready", Instant::now() + STARTUP)?;
-            sent = paced(&trial, |ts| mine.iter().map(|fd| send(fd, ts)).sum::<Result<u64>>())?;
+            sent = paced(&trial, |ts| {
+                mine.iter().map(|fd| send(fd, ts)).sum::<Result<u64>>()
+            })?;
             for fd in &mine {
                 send(fd, END)?;
             }
