@@ -72,7 +72,7 @@ pub struct SubscriberStats {
 /// ```
 pub struct Subscriber {
     reader: Reader,
-    /// The connection: the publisher's doorbells arrive on it (for an armed `try_recv`), ours
+    /// The connection: the publisher's doorbells arrive on it (for a `try_recv` that parked), ours
     /// go out on it (space released while the publisher waits), and its hang-up is the
     /// publisher's death.
     sock: OwnedFd,
