@@ -247,7 +247,7 @@ fn dropped_loans_lose_nothing_and_publish_nothing() {
                 .unwrap(),
         )
         .unwrap();
-        let mut sub = spawn("slow-subscriber", &[name.clone()]);
+        let mut sub = spawn("slow-subscriber", std::slice::from_ref(&name));
         sub.expect_line("ready");
         assert_eq!(publisher.wait_for_subscribers(1).await, 1);
         let mut rng = Rng(5);
