@@ -280,8 +280,9 @@ impl Subscriber {
     /// Receives every message that is ready now, without waiting, handing each to `f`; returns
     /// how many. The shape an event loop wants once the descriptor is readable: after it
     /// returns, the descriptor becomes readable again when something arrives (as after
-    /// [`try_recv`](Self::try_recv) returned `Empty`). Lags and a demotion are counted in [`stats`](Self::stats) and do not stop it;
-    /// the end of the stream is [`RecvError::Disconnected`], once everything was handed over.
+    /// [`try_recv`](Self::try_recv) returned `Empty`). Lags and a demotion are counted in
+    /// [`stats`](Self::stats) and do not stop it; the end of the stream is
+    /// [`RecvError::Disconnected`], once everything was handed over.
     pub fn for_each_ready(&mut self, mut f: impl FnMut(Sample<'_>)) -> Result<usize, RecvError> {
         let mut n = 0;
         loop {
