@@ -13,7 +13,7 @@ mod common;
 use common::FdGuard;
 use common::child::{Proc, spawn};
 use common::message::{message, verify};
-use shmcast::{Publisher, RecvError, Sample, Start, Subscriber};
+use shmcast::{Mode, Publisher, RecvError, Sample, Start, Subscriber};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
@@ -86,8 +86,13 @@ fn publisher(name: &str, count: u64, history: u64) -> Proc {
 }
 
 fn subscribe(name: &str, start: Start) -> Subscriber {
+    subscribe_as(name, start, Mode::Gating)
+}
+
+fn subscribe_as(name: &str, start: Start, mode: Mode) -> Subscriber {
     Subscriber::builder(topic(name))
         .start(start)
+        .mode(mode)
         .connect_timeout(Duration::from_secs(30))
         .connect()
         .unwrap()
@@ -98,6 +103,9 @@ struct Stream {
     next: u64,
     count: u64,
     scratch: Vec<u8>,
+    /// Lossy: `Lagged(n)` moves `next` on by `n` (every message received or counted).
+    lossy: bool,
+    lagged: u64,
 }
 
 #[derive(Debug, PartialEq)]
@@ -113,6 +121,15 @@ impl Stream {
             next: 0,
             count,
             scratch: Vec::new(),
+            lossy: false,
+            lagged: 0,
+        }
+    }
+
+    fn lossy(count: u64) -> Self {
+        Stream {
+            lossy: true,
+            ..Stream::new(count)
         }
     }
 
@@ -122,6 +139,12 @@ impl Stream {
                 assert_eq!(m.seq(), self.next, "in order");
                 verify(m.seq(), &m, MAX, &mut self.scratch);
                 self.next += 1;
+                Outcome::Message
+            }
+            Err(RecvError::Lagged(n)) if self.lossy => {
+                assert!(n > 0, "Lagged(0)");
+                self.next += n;
+                self.lagged += n;
                 Outcome::Message
             }
             Err(RecvError::Empty) => Outcome::Empty,
@@ -449,4 +472,34 @@ fn end_of_stream_makes_the_descriptor_readable() {
             }
         }
     });
+}
+
+/// A lossy subscriber that falls behind: a lag is something to receive, so the descriptor must
+/// say so too. One receive per wakeup, level-triggered, pausing now and then so that the
+/// publisher laps it; every message is received or counted, then the end.
+#[test]
+fn lossy_lags_through_level_triggered_one_receive_per_wakeup() {
+    let fds = FdGuard::new();
+    let publisher = publisher("lossy", COUNT, 0);
+    let mut sub = subscribe_as("lossy", Start::Newest, Mode::Lossy);
+    let ep = Epoll::new(sub.as_raw_fd(), false);
+    let mut s = Stream::lossy(COUNT);
+    let mut wakeups = 0u64;
+    loop {
+        if !ep.wait() {
+            s.hung("lossy, level-triggered, one receive per wakeup");
+        }
+        wakeups += 1;
+        if wakeups % 500 == 0 {
+            std::thread::sleep(Duration::from_millis(3));
+        }
+        if s.take(sub.try_recv()) == Outcome::End {
+            break;
+        }
+    }
+    assert!(s.lagged > 0, "never lapped: the test tested no lag");
+    drop(ep);
+    drop(sub);
+    publisher.finish();
+    fds.check();
 }
