@@ -13,8 +13,10 @@ scenarios (default: all five, in this order):
   limits       the machine's ceilings: copy/read/write bandwidth, eventfd and cache-line ping-pong
   throughput   large messages to N subscribers: memcpy, unix-stream, shmcast-gating, shmcast-lossy
   latency      paced 8-byte timestamps to blocked listeners: unix-relay, unix-dgram,
-               udp-multicast, shmcast, shmcast-spin, shmcast-poll
-  small        64-byte messages to 1 and 3 event-driven and 1 busy subscriber: unix-stream, shmcast
+               udp-multicast, shmcast, shmcast-spin, shmcast-poll, shmcast-tokio,
+               tokio-unix, tokio-broadcast
+  small        64-byte messages to 1 and 3 event-driven and 1 busy subscriber: unix-stream,
+               shmcast, shmcast-tokio, tokio-unix, tokio-broadcast
   backpressure gating streams through 16 messages in flight (64 B and 1 MiB, 1-3 subscribers, one
                slow): unix-stream, shmcast-gating
 

@@ -1,6 +1,9 @@
 //! `small`: 64-byte messages as fast as they go, to 1 and 3 event-driven subscribers and to 1
 //! busy-polling subscriber. Reports messages per second against `unix-stream` fan-out (one
-//! `send` per message and subscriber; the receivers read whatever has queued up).
+//! `send` per message and subscriber; the receivers read whatever has queued up). The
+//! event-driven configurations also run the tokio transports: `shmcast-tokio` against
+//! `tokio-unix` (the same fan-out through tokio's `UnixStream`), and `tokio-broadcast` inside
+//! one process as the anchor.
 
 use serde_json::json;
 
@@ -23,9 +26,17 @@ fn transports() -> Vec<Transport> {
     vec![
         Transport::UnixStream,
         Transport::ShmcastGating,
+        Transport::ShmcastTokio,
+        Transport::TokioUnix,
+        Transport::TokioBroadcast,
         #[cfg(feature = "iceoryx2")]
         Transport::Iceoryx2,
     ]
+}
+
+/// Whether `t` runs with subscribers that wait as `wait` says (tokio's only wait in a runtime).
+fn applies(t: Transport, wait: Wait) -> bool {
+    !t.tokio() || wait == Wait::Event
 }
 
 struct Config {
@@ -59,19 +70,32 @@ pub fn run(o: &Options) -> Result<Section> {
     let progress = Progress::new("small");
     let transports: Vec<Transport> = transports()
         .into_iter()
-        .filter(|&t| o.runs(t.name(), t == Transport::UnixStream))
+        .filter(|&t| {
+            o.runs(
+                t.name(),
+                t == Transport::UnixStream
+                    || (t == Transport::TokioUnix && o.runs(Transport::ShmcastTokio.name(), false)),
+            )
+        })
         .collect();
     let mut configs: Vec<Config> = CONFIGS
         .iter()
         .map(|&(subs, wait)| Config {
             subs,
             wait,
-            by_transport: transports.iter().map(|&t| (t, Vec::new())).collect(),
+            by_transport: transports
+                .iter()
+                .filter(|&&t| applies(t, wait))
+                .map(|&t| (t, Vec::new()))
+                .collect(),
         })
         .collect();
     for rep in 0..o.reps {
         for (k, c) in configs.iter_mut().enumerate() {
             for t in rotated(&transports, rep + k) {
+                if !applies(t, c.wait) {
+                    continue;
+                }
                 let outcome = fanout::run(Trial::new(t, c.subs, SIZE, o.duration, c.wait))?;
                 progress.say(&format!(
                     "rep {}/{}, {} subscriber(s) {}, {:<14} {:8.2} M msgs/s",
@@ -111,7 +135,7 @@ fn report(o: &Options, transports: &[Transport], configs: &[Config]) -> Section 
     let mut results = Vec::new();
     for c in configs {
         let base = c.rates(Transport::UnixStream);
-        for &t in transports {
+        for &t in transports.iter().filter(|&&t| applies(t, c.wait)) {
             let outcomes = c.outcomes(t);
             let rates = c.rates(t);
             let s = Summary::of(&rates);
@@ -138,6 +162,8 @@ fn report(o: &Options, transports: &[Transport], configs: &[Config]) -> Section 
                 "bytes_per_s": s.median * (SIZE * c.subs) as f64,
                 "msgs_per_s_range": [s.min, s.max],
                 "ratio_vs_unix_stream": ratio.json(1.0),
+                "ratio_vs_tokio_unix": (!c.outcomes(Transport::TokioUnix).is_empty())
+                    .then(|| Summary::ratio(&rates, &c.rates(Transport::TokioUnix)).json(1.0)),
                 "cpu_us_per_msg": cpu_ns / 1000.0,
                 "cpu_us_per_msg_lifetime": cpu_life_ns / 1000.0,
                 "publisher_syscalls_per_msg": syscalls,
@@ -170,6 +196,27 @@ fn report(o: &Options, transports: &[Transport], configs: &[Config]) -> Section 
              msgs/s (target >= 20x: {})\n",
             r.show(1.0, 1),
             if r.median >= 20.0 { "met" } else { "NOT met" }
+        ));
+    }
+    for c in configs.iter().filter(|c| c.wait == Wait::Event) {
+        let tokio = c.rates(Transport::ShmcastTokio);
+        let unix = c.rates(Transport::TokioUnix);
+        if tokio.is_empty() || unix.is_empty() {
+            continue;
+        }
+        let r = Summary::ratio(&tokio, &unix);
+        let verdict = if c.subs != 3 {
+            String::new()
+        } else if r.median >= 5.0 {
+            " (target >= 5x: met)".into()
+        } else {
+            " (target >= 5x: NOT met)".into()
+        };
+        text.push_str(&format!(
+            "  {}: {} event-driven subscriber(s): shmcast-tokio = {}x tokio-unix msgs/s{verdict}\n",
+            if c.subs == 3 { "target" } else { "note" },
+            c.subs,
+            r.show(1.0, 1),
         ));
     }
     let groups: Vec<String> = configs.iter().map(Config::label).collect();

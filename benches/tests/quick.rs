@@ -69,6 +69,9 @@ fn quick_run_covers_every_scenario() {
         "udp-multicast",
         "shmcast",
         "shmcast-spin",
+        "shmcast-tokio",
+        "tokio-unix",
+        "tokio-broadcast",
     ] {
         let r = latency
             .iter()
@@ -87,6 +90,27 @@ fn quick_run_covers_every_scenario() {
             "{name}: syscalls"
         );
     }
+
+    // The tokio transports in the small scenario, with their ratio to the tokio socket fan-out.
+    let small = find("small")["results"].as_array().unwrap();
+    for name in ["shmcast-tokio", "tokio-unix", "tokio-broadcast"] {
+        let r = small
+            .iter()
+            .find(|r| r["transport"] == name && r["subscribers"] == 3)
+            .unwrap_or_else(|| panic!("no small result for {name} with 3 subscribers"));
+        assert!(
+            r["msgs_per_s"].as_f64().is_some_and(|v| v > 0.0),
+            "{name}: msgs/s"
+        );
+        assert!(
+            r["ratio_vs_tokio_unix"]["median"].as_f64().is_some(),
+            "{name}: ratio to tokio-unix"
+        );
+    }
+    assert!(
+        stdout.contains("shmcast-tokio p50 / shmcast p50") && stdout.contains("x tokio-unix"),
+        "no tokio target lines in:\n{stdout}"
+    );
 
     let throughput = find("throughput")["results"].as_array().unwrap();
     for name in ["memcpy", "unix-stream", "shmcast-gating", "shmcast-lossy"] {

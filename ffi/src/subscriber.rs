@@ -304,7 +304,7 @@ pub unsafe extern "C" fn shmcast_subscriber_recv(
 /// stores in `*skipped` (if not `NULL`) how many it passed over since the previous receive: for
 /// subscribers that want the current value, not the history. `*out` describes the message
 /// until `shmcast_sample_release`, exactly as after `shmcast_subscriber_recv`, whose rules on
-/// holding one sample, blocking (`timeout_ms`: -1, 0 for a try that arms the descriptor, or a
+/// holding one sample, blocking (`timeout_ms`: -1, 0 for a try that never waits, or a
 /// positive bound) and threads apply. A lap while reading is absorbed into the skipped count,
 /// so `SHMCAST_ELAGGED` is never returned; a message kept after `SHMCAST_EMSGSIZE` is dropped.
 ///
@@ -452,11 +452,12 @@ pub unsafe extern "C" fn shmcast_subscriber_recv_copy(
 /// The subscriber's readiness descriptor, for `poll`, `select` or epoll.
 ///
 /// Returns a descriptor (>= 0) owned by the subscriber, or `SHMCAST_EINVAL` if `sub` is `NULL`.
-/// It is armed by a receive with `timeout_ms == 0` that returned `SHMCAST_EAGAIN`: from then
-/// on it becomes readable (`POLLIN`) when a message may be waiting or the publisher went away.
-/// It is level-triggered: after it polls readable, receive with `timeout_ms == 0` until
-/// `SHMCAST_EAGAIN` (readiness may be spurious). Do not read, write or close it; it closes
-/// with `shmcast_subscriber_destroy`. Never blocks; callable while a sample is held.
+/// It is readable (`POLLIN`) whenever a receive would not return `SHMCAST_EAGAIN` (a message,
+/// a lag, a demotion, the end of the stream), from the moment `shmcast_subscriber_connect`
+/// returns, with no prior call: poll first or receive first, level- or edge-triggered, one
+/// receive per wakeup or until `SHMCAST_EAGAIN`. Readiness may be spurious (a receive then
+/// returns `SHMCAST_EAGAIN`). Do not read, write or close it; it closes with
+/// `shmcast_subscriber_destroy`. Never blocks; callable while a sample is held.
 ///
 /// Threads: callable from any thread, but not concurrently with another call on the same
 /// handle.

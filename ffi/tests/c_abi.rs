@@ -134,6 +134,58 @@ fn poll_loop_three_subscribers(r: Runner) {
     );
 }
 
+/// The descriptor contract from C (`descriptor.c`): a C subscriber that waits for its
+/// descriptor before its first receive, in three loops (poll with one receive per wakeup, epoll
+/// edge-triggered, a late joiner's history), receives every message of a Rust publisher's
+/// gating stream in order, then the end. The publisher waits for space with a bound, so a
+/// descriptor that stays unreadable fails the test instead of hanging it.
+fn descriptor_contract(r: Runner) {
+    const HISTORY: u64 = 20;
+    for mode in ["--poll-one", "--epoll-et", "--oldest"] {
+        let topic = r.topic(&format!("fd{}", mode.trim_start_matches('-')));
+        let mut publisher = Publisher::builder(&topic)
+            .capacity(1 << 14)
+            .stall_bound(None)
+            .bind()
+            .unwrap();
+        let send = |p: &mut Publisher, seq: u64| {
+            let m = gen_message(seq);
+            let mut loan = p
+                .loan_timeout(m.len(), r.limit())
+                .unwrap_or_else(|e| panic!("{mode}: message {seq}: {e}"));
+            loan.copy_from_slice(&m);
+            loan.publish();
+        };
+        let first = if mode == "--oldest" { HISTORY } else { 0 };
+        for seq in 0..first {
+            send(&mut publisher, seq);
+        }
+        let count = COUNT.to_string();
+        let mut sub = r.spawn(
+            &compile("descriptor", Link::Shared),
+            &[&topic, &count, mode],
+        );
+        sub.wait_for("the C subscriber connecting", || {
+            publisher.subscriber_count() == 1
+        });
+        for seq in first..COUNT {
+            send(&mut publisher, seq);
+            if seq % 250 == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+        drop(publisher);
+        let got = sub.wait();
+        got.assert_success();
+        assert_eq!(got.value("received", "count"), COUNT, "{mode}");
+        assert_eq!(
+            got.value("received", "checksum"),
+            expected_checksum(COUNT),
+            "{mode}"
+        );
+    }
+}
+
 /// Null arguments, bad options, a missing topic with a connect timeout, busy handles, small
 /// buffers, a full ring, hostile clients, and the end of the stream, in one C program.
 fn error_paths(r: Runner) {
@@ -347,6 +399,7 @@ scenarios!(
     rust_publisher_c_subscriber,
     c_publisher_rust_subscriber,
     poll_loop_three_subscribers,
+    descriptor_contract,
     error_paths,
     drain_after_publisher_exit,
     lossy_subscriber_lag_count,

@@ -38,10 +38,14 @@
 //!
 //! # The descriptor: event loops
 //!
-//! A [`Subscriber`] implements [`AsFd`](std::os::fd::AsFd), for `poll`, epoll, mio or tokio's
-//! `AsyncFd`. Call [`Subscriber::try_recv`] until it returns [`RecvError::Empty`]: from then on
-//! the descriptor becomes readable when a message, a lag, a demotion or the end of the stream
-//! may be waiting. It is level-triggered: wait for it, then `try_recv` again until `Empty`.
+//! A [`Subscriber`] implements [`AsFd`](std::os::fd::AsFd) and
+//! [`AsRawFd`](std::os::fd::AsRawFd), for `poll`, epoll, mio or tokio's `AsyncFd`. The
+//! descriptor is readable whenever [`Subscriber::try_recv`] would not return
+//! [`RecvError::Empty`] (a message, a lag, a demotion or the end of the stream), from the moment
+//! `connect` returns, with no prior call: wait for it first or receive first, level- or
+//! edge-triggered, one receive per wakeup or until `Empty`. A receive that finds a message makes
+//! no syscall. With the cargo feature `tokio`, `shmcast::tokio` builds async
+//! subscribers and publishers on it.
 //!
 //! ```no_run
 //! use rustix::event::{PollFd, PollFlags, poll};
@@ -143,6 +147,8 @@
 //! | `spin` | how long a publisher polls for space before it sleeps, learned per publisher |
 //! | `wake` | wake delivery, sleeping on the wake word, doorbells, the recheck and nap tuning |
 //! | `readiness` | the subscriber's descriptor for event loops |
+//! | `full_wait` | a loan's wait for space: its deadline, the stall bound, the announcement |
+//! | `tokio` | async subscribers and publishers (feature `tokio`) |
 //! | `claim` | binding the topic socket, stale-socket recovery, its removal; [`remove_stale`], [`stale_topics`] |
 //! | `topic` | topic names, their directory ([`TopicDir`]) and its checks, [`TopicError`] |
 //! | `shm` | sealed memfds and their mappings, handed out as core regions |
@@ -161,6 +167,7 @@ mod contract;
 mod deadline;
 mod error;
 mod events;
+mod full_wait;
 mod handshake;
 mod inspect;
 mod introspect;
@@ -178,6 +185,9 @@ mod sys;
 #[cfg(feature = "test-support")]
 #[doc(hidden)]
 pub mod test_support;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub mod tokio;
 mod topic;
 mod wake;
 

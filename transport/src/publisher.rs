@@ -3,7 +3,7 @@
 use crate::claim::Claim;
 use crate::contract::{Contract, MessageType};
 use crate::error::{BindError, LoanError, WaitError};
-use crate::events;
+use crate::full_wait::{FullWait, Next, Wait};
 use crate::loan::{Loan, PodLoan};
 use crate::policy::Admission;
 use crate::server;
@@ -12,20 +12,16 @@ use crate::shm::SharedMemory;
 use crate::spin::{self, Spin};
 use crate::sys;
 use crate::topic;
-use crate::wake::{self, Link, SpaceWait};
-use shmcast_core::{ReserveError, RingConfig, SubscriberId, SubscriberInfo, Writer};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use crate::wake::{self, SpaceWait};
+use shmcast_core::{ReserveError, RingConfig, SubscriberInfo, Writer};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// The default [`PublisherBuilder::stall_bound`]: 5 s. Far longer than any scheduling delay, page
-/// fault storm or pause of a healthy subscriber on a loaded machine (those are milliseconds), so
-/// a live subscriber is never demoted by accident; short enough that a subscriber stopped for
-/// good costs the publisher one pause that a person notices, not a freeze.
-pub const DEFAULT_STALL_BOUND: Duration = Duration::from_secs(5);
+pub use crate::full_wait::DEFAULT_STALL_BOUND;
 
 /// The default of [`PublisherBuilder::spin_limit`]: a few cross-CPU wakes.
 pub const DEFAULT_SPIN_LIMIT: Duration = spin::MAX_SPIN;
@@ -277,7 +273,9 @@ pub struct Publisher {
     /// The topic socket; dropped (and its file removed) after the server thread ended.
     claim: Claim,
     stall_bound: Option<Duration>,
-    space_waits: u64,
+    pub(crate) space_waits: u64,
+    /// Times an async loan found the ring full (the writer counts those of `try_reserve`).
+    full_async: u64,
     /// How long a loan polls for space before it sleeps, learned from the last waits.
     spin: Spin,
     max_message: usize,
@@ -339,6 +337,7 @@ impl Publisher {
             topic: path.clone(),
             writer: Mutex::new(writer),
             joined: Condvar::new(),
+            joined_fd: sys::event::eventfd_create(true)?,
             ring_ro,
             space: SpaceWait::new()?,
             admission: b.admission,
@@ -366,6 +365,7 @@ impl Publisher {
             claim,
             stall_bound: b.stall_bound,
             space_waits: 0,
+            full_async: 0,
             spin: Spin::new(b.spin_limit),
             max_message: cfg.max_payload(),
             contract,
@@ -441,89 +441,82 @@ impl Publisher {
 
     /// Reserves `len` bytes, waiting for space as `wait` says. Deadlines count from the moment
     /// the ring is first found full, which is the call itself up to one reservation attempt.
-    fn loan_until(&mut self, len: usize, wait: Wait) -> Result<Loan<'_>, LoanError> {
+    pub(crate) fn loan_until(&mut self, len: usize, wait: Wait) -> Result<Loan<'_>, LoanError> {
         let shared: &Shared = &self.shared;
         let mut guard = shared.lock();
-        // The clock is read only once the ring is found full: a loan that fits at once (the
-        // common case) makes no clock read. The wait and the stall count from then; a demotion
-        // restarts the stall.
-        let mut first_full: Option<Instant> = None;
-        let mut stalled_since: Option<Instant> = None;
-        let mut stall_reported = false;
+        let mut full = FullWait::new(wait, self.stall_bound);
         let mut tokens = [0u64; wake::SPACE_EVENTS];
         loop {
-            let err = match guard.try_reserve(len) {
+            match guard.try_reserve(len) {
                 Ok(res) => {
                     let ptr = guard.payload_ptr(&res);
                     return Ok(Loan::new(guard, res, shared, ptr, len));
                 }
-                Err(e) => e,
-            };
-            match err {
-                ReserveError::TooLarge { len, max } => {
+                Err(ReserveError::TooLarge { len, max }) => {
                     return Err(LoanError::TooLarge { len, max });
                 }
                 // Only drop closes the writer, and drop needs `&mut self`.
-                ReserveError::Closed => unreachable!("publisher closed while borrowed"),
-                ReserveError::Full { .. } => {}
+                Err(ReserveError::Closed) => unreachable!("publisher closed while borrowed"),
+                Err(ReserveError::Full { .. }) => {}
             }
-            if wait == Wait::Never {
-                return Err(LoanError::Full);
-            }
-            let now = Instant::now();
-            let first = *first_full.get_or_insert(now);
-            let deadline = match wait {
-                Wait::For(timeout) => first.checked_add(timeout),
-                _ => None,
+            let Next::Sleep(timeout) = full.on_full(shared, &mut guard, &mut self.spin, len)?
+            else {
+                continue;
             };
-            if deadline.is_some_and(|d| now >= d) {
-                return Err(LoanError::Timeout);
-            }
-            let since = stalled_since.unwrap_or(first);
-            let stall_at = self.stall_bound.map(|b| since + b);
-            if stall_at.is_some_and(|t| now >= t) {
-                let slowest = guard.slowest_gating();
-                events::stalled(&shared.topic, now - since, conn_of(&guard, slowest), true);
-                if let Some(id) = slowest {
-                    demote(shared, &mut guard, id);
-                }
-                stalled_since = Some(now);
-                continue;
-            }
-            // Without a stall bound nothing ends the wait but the subscribers: say so once.
-            if self.stall_bound.is_none() && !stall_reported && now >= since + DEFAULT_STALL_BOUND {
-                stall_reported = true;
-                let slowest = guard.slowest_gating();
-                events::stalled(&shared.topic, now - since, conn_of(&guard, slowest), false);
-            }
-            // A subscriber about to release usually frees the space within microseconds: poll
-            // for it before announcing a wait (see `spin` for the budget and when it is none).
-            if self.spin.spin(|| guard.has_space_for(len)) {
-                continue;
-            }
-            // Cannot fail: try_reserve accepted `len`.
-            let sleep = guard
-                .prepare_wait_for_space(len)
-                .map_err(|_| LoanError::Full)?;
             drop(guard);
-            let waited = if sleep {
-                let until = match (deadline, stall_at) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-                let timeout = until
-                    .map(|t| t.saturating_duration_since(Instant::now()))
-                    .map_or(wake::PARK_RECHECK, |t| t.min(wake::PARK_RECHECK));
-                self.space_waits += 1;
-                shared.space.wait(&mut tokens, timeout)
-            } else {
-                Ok(0)
-            };
+            self.space_waits += 1;
+            let waited = shared.space.wait(&mut tokens, timeout);
             guard = shared.lock();
-            guard.end_wait_for_space();
-            let ready = waited.map_err(LoanError::Io)?;
-            shared.space.drain(&guard, &tokens[..ready]);
+            let ready = match waited {
+                Ok(ready) => ready,
+                Err(e) => {
+                    guard.end_wait_for_space();
+                    return Err(LoanError::Io(e));
+                }
+            };
+            FullWait::end(shared, &mut guard, &tokens[..ready]);
         }
+    }
+
+    /// One step of an async loan's wait for space (`shmcast::tokio`): `Ok(None)` once `len`
+    /// bytes fit now; `Ok(Some(t))` after announcing a wait, to sleep at most `t` on
+    /// the space set and end with `full_wait::end_now`.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn space_step(
+        &mut self,
+        len: usize,
+        full: &mut FullWait,
+    ) -> Result<Option<Duration>, LoanError> {
+        if len > self.max_message {
+            return Err(LoanError::TooLarge {
+                len,
+                max: self.max_message,
+            });
+        }
+        let shared: &Shared = &self.shared;
+        let mut guard = shared.lock();
+        loop {
+            if guard.has_space_for(len) {
+                return Ok(None);
+            }
+            self.full_async += 1;
+            if let Next::Sleep(timeout) = full.on_full(shared, &mut guard, &mut self.spin, len)? {
+                self.space_waits += 1;
+                return Ok(Some(timeout));
+            }
+        }
+    }
+
+    /// What the publisher and its server thread share.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// The stall bound loans wait under.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn stall_bound(&self) -> Option<Duration> {
+        self.stall_bound
     }
 
     /// Lends a buffer for one `T`, to be filled in place.
@@ -609,7 +602,7 @@ impl Publisher {
         PublisherStats {
             messages: ws.messages,
             wake_syscalls: self.shared.wake_syscalls.load(Ordering::Relaxed),
-            full: ws.full,
+            full: ws.full + self.full_async,
             space_waits: self.space_waits,
             demotions: ws.demotions,
             admitted: self.shared.admitted.load(Ordering::Relaxed),
@@ -618,30 +611,6 @@ impl Publisher {
             subscribers: w.subscribers().collect(),
         }
     }
-}
-
-/// How long a loan waits for space.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Wait {
-    Never,
-    Forever,
-    For(Duration),
-}
-
-/// Demotes `id` and wakes it so a parked subscriber learns of it.
-fn demote(shared: &Shared, writer: &mut Writer<Link>, id: SubscriberId) {
-    if writer.demote(id) {
-        if let Some(conn) = conn_of(writer, Some(id)) {
-            events::demoted(&shared.topic, conn, id);
-        }
-        shared.wake(writer, |w, wake| w.wake_one(id, wake));
-    }
-}
-
-/// The connection of subscriber `id`, which events read the peer's credentials from.
-fn conn_of(writer: &Writer<Link>, id: Option<SubscriberId>) -> Option<BorrowedFd<'_>> {
-    id.and_then(|id| writer.attachment(id))
-        .map(|link| link.conn.as_fd())
 }
 
 impl Drop for Publisher {

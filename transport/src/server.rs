@@ -325,6 +325,7 @@ impl Server {
         self.shared.admitted.fetch_add(1, Ordering::Relaxed);
         events::admitted(&self.shared.topic, sock.as_fd(), id, hello.mode);
         self.shared.joined.notify_all();
+        let _ = sys::event::eventfd_signal(self.shared.joined_fd.as_fd());
         Some(id)
     }
 

@@ -19,6 +19,9 @@ pub(crate) struct Shared {
     pub(crate) writer: Mutex<Writer<Link>>,
     /// Signalled (with `writer`) each time the server thread admits a subscriber.
     pub(crate) joined: Condvar,
+    /// Signalled (an eventfd of this process only) each time the server thread admits a
+    /// subscriber, for waits on a reactor (`shmcast::tokio`); nobody need drain it.
+    pub(crate) joined_fd: OwnedFd,
     /// Read-only descriptor of the ring, handed to subscribers.
     pub(crate) ring_ro: OwnedFd,
     /// Where the publisher waits for space; the server thread adds and removes connections.

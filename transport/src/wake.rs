@@ -163,6 +163,12 @@ impl SpaceWait {
         let _ = sys::event::epoll_del(self.epoll.as_fd(), conn);
     }
 
+    /// The epoll set itself, for a reactor to watch (`shmcast::tokio`).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        self.epoll.as_fd()
+    }
+
     /// Wakes a publisher waiting for space (a subscriber left).
     pub(crate) fn kick(&self) {
         let _ = sys::event::eventfd_signal(self.kick.as_fd());

@@ -14,13 +14,15 @@
 //!   message and socket at least, never batched: messages go out as they are produced.
 //! * `shmcast-gating` / `shmcast-lossy`: one ring; the publisher loans each message in place;
 //!   gating subscribers check it in place, lossy ones check their validated copy.
+//! * `shmcast-tokio`, `tokio-unix`, `tokio-broadcast`: the same through tokio; see the `tokio`
+//!   module.
 //! * `iceoryx2` (feature `iceoryx2`): see the `iceoryx` module.
 //!
 //! | module | holds |
 //! |---|---|
 //! | `trial` | what a trial runs and what it measured |
 //! | `subscribers` | spawning the subscriber processes and collecting their reports |
-//! | `memcpy`, `unix_stream`, `shmcast`, `iceoryx` | each transport's publisher and subscriber side |
+//! | `memcpy`, `unix_stream`, `shmcast`, `tokio`, `iceoryx` | each transport's publisher and subscriber side |
 //! | `run` | the dispatch to the transport, in the parent and in a child |
 
 #[cfg(feature = "iceoryx2")]
@@ -29,6 +31,7 @@ mod memcpy;
 mod run;
 mod shmcast;
 mod subscribers;
+mod tokio;
 mod trial;
 mod unix_stream;
 

@@ -2,7 +2,7 @@
 //! subscriber side in a child, which then reports what it checked.
 
 use super::trial::{Outcome, Transport, Trial, Wait};
-use super::{memcpy, shmcast, subscribers, unix_stream};
+use super::{memcpy, shmcast, subscribers, tokio, unix_stream};
 use crate::error::{BenchError, Result};
 use crate::payload::Verifier;
 use crate::process;
@@ -13,6 +13,9 @@ pub fn run(trial: Trial) -> Result<Outcome> {
     match trial.transport {
         Transport::Memcpy => memcpy::publish(trial),
         Transport::UnixStream => unix_stream::publish(trial),
+        Transport::ShmcastTokio => tokio::publish_shmcast(trial),
+        Transport::TokioUnix => tokio::publish_unix(trial),
+        Transport::TokioBroadcast => tokio::broadcast(trial),
         Transport::ShmcastGating
         | Transport::ShmcastLossy
         | Transport::ShmcastSleep
@@ -40,6 +43,8 @@ pub fn child(args: &[String]) -> Result<()> {
     let mut verifier = Verifier::new(size, transport.lossy()).with_work(work_ns);
     let cpu0 = match transport {
         Transport::UnixStream => unix_stream::subscribe(endpoint, wait, &mut verifier)?,
+        Transport::ShmcastTokio => tokio::subscribe_shmcast(endpoint, &mut verifier)?,
+        Transport::TokioUnix => tokio::subscribe_unix(endpoint, &mut verifier)?,
         Transport::ShmcastGating
         | Transport::ShmcastLossy
         | Transport::ShmcastSleep
@@ -48,8 +53,11 @@ pub fn child(args: &[String]) -> Result<()> {
         | Transport::ShmcastLatest => shmcast::subscribe(transport, endpoint, wait, &mut verifier)?,
         #[cfg(feature = "iceoryx2")]
         Transport::Iceoryx2 => super::iceoryx::subscribe(endpoint, wait, &mut verifier)?,
-        Transport::Memcpy => {
-            return Err(BenchError::Usage("memcpy has no subscriber process".into()));
+        Transport::Memcpy | Transport::TokioBroadcast => {
+            return Err(BenchError::Usage(format!(
+                "{} has no subscriber process",
+                transport.name()
+            )));
         }
     };
     let end = now_ns();

@@ -26,6 +26,12 @@ pub enum Transport {
     ShmcastLossyOldest,
     /// shmcast, lossy subscribers receiving only the newest message (`recv_latest`).
     ShmcastLatest,
+    /// shmcast through `shmcast::tokio`: an async publisher, async gating subscribers.
+    ShmcastTokio,
+    /// One unix stream socket per subscriber through tokio's `UnixStream`, both sides async.
+    TokioUnix,
+    /// `tokio::sync::broadcast` inside this process (the in-process anchor).
+    TokioBroadcast,
     /// iceoryx2 publish-subscribe (with an event service in event-driven mode).
     #[cfg(feature = "iceoryx2")]
     Iceoryx2,
@@ -43,6 +49,9 @@ impl Transport {
             Transport::ShmcastLossyNewest => "shmcast-lossy-newest",
             Transport::ShmcastLossyOldest => "shmcast-lossy-oldest",
             Transport::ShmcastLatest => "shmcast-latest",
+            Transport::ShmcastTokio => "shmcast-tokio",
+            Transport::TokioUnix => "tokio-unix",
+            Transport::TokioBroadcast => "tokio-broadcast",
             #[cfg(feature = "iceoryx2")]
             Transport::Iceoryx2 => "iceoryx2",
         }
@@ -58,12 +67,24 @@ impl Transport {
             Transport::ShmcastLossyNewest,
             Transport::ShmcastLossyOldest,
             Transport::ShmcastLatest,
+            Transport::ShmcastTokio,
+            Transport::TokioUnix,
+            Transport::TokioBroadcast,
             #[cfg(feature = "iceoryx2")]
             Transport::Iceoryx2,
         ];
         all.into_iter()
             .find(|t| t.name() == name)
             .ok_or_else(|| BenchError::Usage(format!("unknown stream transport {name:?}")))
+    }
+
+    /// Whether the transport is one of the tokio ones, whose subscribers only wait in a
+    /// runtime ([`Wait::Event`]).
+    pub fn tokio(self) -> bool {
+        matches!(
+            self,
+            Transport::ShmcastTokio | Transport::TokioUnix | Transport::TokioBroadcast
+        )
     }
 
     /// Whether subscribers may miss messages.

@@ -104,6 +104,13 @@ pub fn listener(args: &[String]) -> Result<()> {
                 }
             }
         }
+        Transport::ShmcastTokio => cpu0 = super::tokio::listen_shmcast(endpoint, &mut samples)?,
+        Transport::TokioUnix => cpu0 = super::tokio::listen_unix(endpoint, &mut samples)?,
+        Transport::TokioBroadcast => {
+            return Err(BenchError::Usage(
+                "tokio-broadcast has no listener process".into(),
+            ));
+        }
         #[cfg(feature = "iceoryx2")]
         Transport::Iceoryx2 | Transport::Iceoryx2Busy => {
             cpu0 = super::iceoryx::listen(endpoint, transport.spins(), &mut samples)?;

@@ -16,6 +16,13 @@
 //!   `try_recv`, as an event loop does (one doorbell per parked listener); only with several
 //!   listeners.
 //!
+//! * `shmcast-tokio`: each listener runs its own current-thread tokio runtime and awaits
+//!   `AsyncSubscriber::recv` (a doorbell per parked listener, through tokio's reactor).
+//! * `tokio-unix`: the same listeners on a unix stream socket each (`read_exact` of 8 bytes);
+//!   the publisher sends to every socket. The socket fan-out a tokio program would write.
+//! * `tokio-broadcast`: `tokio::sync::broadcast` inside one process, each listener a thread with
+//!   its own runtime: the in-process anchor, with no process boundary to cross.
+//!
 //! A second group runs one listener, where `shmcast-spin` on an otherwise idle core shows the
 //! floor of a busy-polling handoff.
 //!
@@ -25,6 +32,7 @@
 //! | `trial` | one trial: the paced publisher and the listeners' figures |
 //! | `listener` | the listener and relay processes |
 //! | `iceoryx` | iceoryx2's publisher and listener |
+//! | `tokio` | the tokio listeners and the in-process broadcast trial |
 //! | `group` | the figures of a group of trials |
 //! | `scenario` | the repetitions |
 //! | `section` | the tables, verdicts, JSON and chart |
@@ -35,6 +43,7 @@ mod iceoryx;
 mod listener;
 mod scenario;
 mod section;
+mod tokio;
 mod transport;
 mod trial;
 

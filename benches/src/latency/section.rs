@@ -105,6 +105,10 @@ pub(super) fn report(
                     "p50_ratio_vs_best_socket": vs_best.map(|r| r.json(1.0)),
                     "best_socket": best_l.map(|b| b.name()),
                     "p50_ratio_vs": vs_each,
+                    "p50_ratio_vs_shmcast": g.transports.contains(&Transport::Shmcast).then(|| {
+                        Summary::ratio(&g.rep_p50s(t, l), &g.rep_p50s(Transport::Shmcast, l))
+                            .json(1.0)
+                    }),
                 }));
             }
             let sent = (o.messages * g.outcomes(t).len()) as u64;
@@ -221,6 +225,25 @@ fn targets(g: &Group, limits: Option<&Limits>, messages: usize) -> String {
             g.listeners,
             t.name(),
             shown.join(" / ")
+        ));
+    }
+    if has(Transport::ShmcastTokio) && has(Transport::Shmcast) {
+        let ratios: Vec<Summary> = (0..g.listeners)
+            .map(|l| {
+                Summary::ratio(
+                    &g.rep_p50s(Transport::ShmcastTokio, l),
+                    &g.rep_p50s(Transport::Shmcast, l),
+                )
+            })
+            .collect();
+        let worst = ratios.iter().map(|r| r.median).fold(0.0, f64::max);
+        let shown: Vec<String> = ratios.iter().map(|r| r.show(1.0, 2)).collect();
+        out.push_str(&format!(
+            "  target: {} listener(s), shmcast-tokio p50 / shmcast p50 per listener = {} \
+             (target <= 1.3: {})\n",
+            g.listeners,
+            shown.join(" / "),
+            if worst <= 1.3 { "met" } else { "NOT met" }
         ));
     }
     if has(Transport::Shmcast) {

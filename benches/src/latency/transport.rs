@@ -24,6 +24,14 @@ pub enum Transport {
     ShmcastSpin,
     /// shmcast, listeners in an event loop: `poll()` on the descriptor, then `try_recv`.
     ShmcastPoll,
+    /// shmcast, each listener in its own tokio runtime, awaiting `AsyncSubscriber::recv`.
+    ShmcastTokio,
+    /// A unix stream socket per listener, each listener in its own tokio runtime awaiting
+    /// `UnixStream::read_exact`.
+    TokioUnix,
+    /// `tokio::sync::broadcast` inside this process: each listener a thread with its own
+    /// runtime awaiting `Receiver::recv` (the in-process anchor of the tokio transports).
+    TokioBroadcast,
     /// iceoryx2 publish-subscribe with an event service: listeners block on the event.
     #[cfg(feature = "iceoryx2")]
     Iceoryx2,
@@ -39,6 +47,9 @@ pub(super) const ALL: &[Transport] = &[
     Transport::Shmcast,
     Transport::ShmcastSpin,
     Transport::ShmcastPoll,
+    Transport::ShmcastTokio,
+    Transport::TokioUnix,
+    Transport::TokioBroadcast,
     #[cfg(feature = "iceoryx2")]
     Transport::Iceoryx2,
     #[cfg(feature = "iceoryx2")]
@@ -55,6 +66,9 @@ impl Transport {
             Transport::Shmcast => "shmcast",
             Transport::ShmcastSpin => "shmcast-spin",
             Transport::ShmcastPoll => "shmcast-poll",
+            Transport::ShmcastTokio => "shmcast-tokio",
+            Transport::TokioUnix => "tokio-unix",
+            Transport::TokioBroadcast => "tokio-broadcast",
             #[cfg(feature = "iceoryx2")]
             Transport::Iceoryx2 => "iceoryx2",
             #[cfg(feature = "iceoryx2")]

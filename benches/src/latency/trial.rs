@@ -46,15 +46,15 @@ pub struct Outcome {
 }
 
 /// What the publisher side of a transport reports after its paced loop.
-struct Sent {
-    cpu_ns: u64,
+pub(super) struct Sent {
+    pub(super) cpu_ns: u64,
     syscalls: u64,
     space_syscalls: u64,
 }
 
 /// Sends `trial.messages` timestamps, one every `trial.interval`, through `send`, which gets the
 /// timestamp and returns the syscalls it made.
-fn paced(trial: &Trial, mut send: impl FnMut(u64) -> Result<u64>) -> Result<Sent> {
+pub(super) fn paced(trial: &Trial, mut send: impl FnMut(u64) -> Result<u64>) -> Result<Sent> {
     crate::sys::tight_timer_slack();
     let interval = trial.interval.as_nanos() as u64;
     let cpu0 = cpu_self_ns();
@@ -93,14 +93,28 @@ fn spawn_listener(
 
 /// Runs one trial.
 pub fn run_trial(trial: Trial) -> Result<Outcome> {
+    if trial.transport == Transport::TokioBroadcast {
+        return super::tokio::broadcast_trial(&trial);
+    }
     let mut fleet = Fleet::new();
     let sent;
     match trial.transport {
-        Transport::UnixDgram | Transport::UnixRelay => {
+        Transport::UnixDgram | Transport::UnixRelay | Transport::TokioUnix => {
+            let stream = trial.transport == Transport::TokioUnix;
+            let send = if stream {
+                super::tokio::send_stream
+            } else {
+                send_dgram
+            };
+            let kind = if stream {
+                SocketType::STREAM
+            } else {
+                SocketType::DGRAM
+            };
             let mut mine = Vec::new();
             let mut theirs = Vec::new();
             for _ in 0..trial.listeners {
-                let (a, b) = crate::sys::unix_pair(SocketType::DGRAM).map_err(sys("socketpair"))?;
+                let (a, b) = crate::sys::unix_pair(kind).map_err(sys("socketpair"))?;
                 mine.push(a);
                 theirs.push(b);
             }
@@ -124,12 +138,10 @@ pub fn run_trial(trial: Trial) -> Result<Outcome> {
             }
             fleet.expect_all("ready", Instant::now() + STARTUP)?;
             sent = paced(&trial, |ts| {
-                mine.iter()
-                    .map(|fd| send_dgram(fd, ts))
-                    .sum::<Result<u64>>()
+                mine.iter().map(|fd| send(fd, ts)).sum::<Result<u64>>()
             })?;
             for fd in &mine {
-                send_dgram(fd, END)?;
+                send(fd, END)?;
             }
         }
         Transport::UdpMulticast => {
@@ -152,7 +164,10 @@ pub fn run_trial(trial: Trial) -> Result<Outcome> {
                     .map_err(sys("sendto the multicast group"))?;
             }
         }
-        Transport::Shmcast | Transport::ShmcastSpin | Transport::ShmcastPoll => {
+        Transport::Shmcast
+        | Transport::ShmcastSpin
+        | Transport::ShmcastPoll
+        | Transport::ShmcastTokio => {
             let topic = unique_topic("latency");
             // A ring that holds seconds of timestamps: a starved listener (spinning ones on a
             // small machine) must not make the publisher wait for space.
@@ -194,6 +209,7 @@ pub fn run_trial(trial: Trial) -> Result<Outcome> {
             sent = paced(&trial, |ts| publisher.send(ts))?;
             publisher.send(END)?;
         }
+        Transport::TokioBroadcast => unreachable!("run in this process above"),
     }
     let mut out = Outcome {
         cpu_ns: sent.cpu_ns,

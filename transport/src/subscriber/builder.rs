@@ -199,4 +199,12 @@ impl SubscriberBuilder {
     pub fn connect(self) -> Result<Subscriber, ConnectError> {
         Subscriber::open(self)
     }
+
+    /// How long [`connect`](Self::connect) waits for a publisher to appear (`None`: not at
+    /// all), and these settings without that wait: one attempt, for a caller with its own
+    /// backoff.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn split_connect_wait(mut self) -> (Option<Duration>, Self) {
+        (self.connect_timeout.take(), self)
+    }
 }

@@ -90,14 +90,14 @@ impl Subscriber {
     }
 
     /// Like [`recv_latest`](Self::recv_latest) without waiting: [`RecvError::Empty`] if nothing
-    /// new is committed, and then the descriptor is armed as after
+    /// new is committed. The descriptor follows the same contract as after
     /// [`try_recv`](Self::try_recv).
     pub fn try_recv_latest(&mut self) -> Result<Latest<'_>, RecvError> {
         let before = self.reader.next_seq();
         if let Some(got) = self.next_latest()? {
             return Ok(self.latest(got, before));
         }
-        // Nothing new: `try_recv` arms the descriptor, or takes what arrived meanwhile.
+        // Nothing new: `try_recv` parks (or takes what arrived meanwhile).
         let sample = self.try_recv()?;
         let skipped = sample.seq().saturating_sub(before);
         Ok(Latest { sample, skipped })

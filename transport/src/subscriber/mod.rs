@@ -72,15 +72,20 @@ pub struct SubscriberStats {
 /// ```
 pub struct Subscriber {
     reader: Reader,
-    /// The connection: the publisher's doorbells arrive on it (for an armed `try_recv`), ours
+    /// The connection: the publisher's doorbells arrive on it (for a `try_recv` that parked), ours
     /// go out on it (space released while the publisher waits), and its hang-up is the
     /// publisher's death.
     sock: OwnedFd,
     /// The publisher hung up.
     gone: bool,
-    /// What [`AsFd`] exposes: doorbells and hang-ups on `sock`, and a timer `try_recv` arms
-    /// to make the descriptor readable by itself.
+    /// What [`AsFd`] exposes: doorbells and hang-ups on `sock`, and a timer armed to make the
+    /// descriptor readable by itself.
     readiness: Readiness,
+    /// The timer expired and nothing has taken its event since: the descriptor is readable
+    /// whatever the park state. The descriptor contract (readable whenever a receive would not
+    /// return `Empty`) holds because at every return either this is set, or the subscriber is
+    /// parked with its own signal (the next commit rings its doorbell), or the publisher hung up.
+    primed: bool,
     /// Consecutive `try_recv` calls that found data announced but nothing readable.
     stuck: u32,
     buf: Vec<u8>,
@@ -99,7 +104,8 @@ impl std::fmt::Debug for Subscriber {
     }
 }
 
-enum Got {
+/// What a receive found, before it is lent out as a [`Sample`] (which borrows the subscriber).
+pub(crate) enum Got {
     InPlace(Frame),
     Copied { seq: u64, len: usize },
 }
@@ -138,11 +144,15 @@ impl Subscriber {
         reader.set_resume(b.resume);
         sys::net::set_nonblocking(sock.as_fd(), true)?;
         let readiness = Readiness::new(sock.as_fd())?;
+        // Readable from the start: messages already in the ring (`Start::Oldest`) or committed
+        // before the first receive need no prior call to be seen.
+        readiness.arm(Duration::ZERO)?;
         Ok(Subscriber {
             reader,
             sock,
             gone: false,
             readiness,
+            primed: true,
             stuck: 0,
             buf: Vec::new(),
             spin: b.spin,
@@ -162,25 +172,46 @@ impl Subscriber {
         self.recv_until(Some(timeout))
     }
 
-    /// Receives the next message if one is ready; [`RecvError::Empty`] otherwise. On `Empty`
-    /// the subscriber's descriptor ([`AsFd`]) is armed: it becomes readable when a message
-    /// may be waiting, so an event loop can wait on it and call `try_recv` again.
+    /// Receives the next message if one is ready; [`RecvError::Empty`] otherwise.
+    ///
+    /// The subscriber's descriptor ([`AsFd`]) is readable whenever this would not return
+    /// `Empty`; after `Empty` it becomes readable when a message, a lag, a demotion or the end
+    /// of the stream arrives. A `try_recv` that finds a message makes no syscall.
     pub fn try_recv(&mut self) -> Result<Sample<'_>, RecvError> {
+        match self.try_next()? {
+            Some(got) => Ok(self.sample(got)),
+            None => Err(RecvError::Empty),
+        }
+    }
+
+    /// What [`try_recv`](Self::try_recv) finds, not yet lent out (`None`: `Empty`).
+    pub(crate) fn try_next(&mut self) -> Result<Option<Got>, RecvError> {
         if let Some(got) = self.next()? {
             self.stuck = 0;
-            return Ok(self.sample(got));
+            return Ok(Some(got));
         }
-        // Consume stale readiness, learn of a hang-up, then announce that we wait.
+        // Take the descriptor's readiness (doorbells, the timer's event), learn of a hang-up,
+        // then announce that we wait. From here on, whatever this returns other than `Empty`
+        // after a park must leave the descriptor readable again: `prime` does.
         self.poll_events(Some(Duration::ZERO))?;
         for _ in 0..3 {
             if self.reader.prepare_park() {
+                // Parked with our own signal: the next commit rings our doorbell.
                 self.stuck = 0;
-                return Err(RecvError::Empty);
+                return Ok(None);
             }
             self.reader.unpark();
-            if let Some(got) = self.next()? {
-                self.stuck = 0;
-                return Ok(self.sample(got));
+            match self.next() {
+                Ok(Some(got)) => {
+                    self.stuck = 0;
+                    self.prime()?;
+                    return Ok(Some(got));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    self.prime()?;
+                    return Err(e);
+                }
             }
         }
         if self.gone {
@@ -192,13 +223,21 @@ impl Subscriber {
         // event loop comes back: at once at first, after a nap once the race should have settled
         // (as `recv` does), so a loop on a stuck ring does not spin. A hang-up still wakes it.
         self.stuck = self.stuck.saturating_add(1);
-        let after = if self.stuck <= wake::STUCK_SPINS {
-            Duration::ZERO
+        if self.stuck <= wake::STUCK_SPINS {
+            self.prime()?;
         } else {
-            wake::STUCK_NAP
-        };
-        self.readiness.arm(after).map_err(RecvError::Io)?;
-        Err(RecvError::Empty)
+            self.readiness.arm(wake::STUCK_NAP).map_err(RecvError::Io)?;
+        }
+        Ok(None)
+    }
+
+    /// Makes the descriptor readable by itself (its timer, at once) unless it already is.
+    fn prime(&mut self) -> Result<(), RecvError> {
+        if !self.primed {
+            self.readiness.arm(Duration::ZERO).map_err(RecvError::Io)?;
+            self.primed = true;
+        }
+        Ok(())
     }
 
     /// Receives every message until the publisher is gone, handing each to `f`, which returns
@@ -240,9 +279,10 @@ impl Subscriber {
 
     /// Receives every message that is ready now, without waiting, handing each to `f`; returns
     /// how many. The shape an event loop wants once the descriptor is readable: after it
-    /// returns, the descriptor is armed (as after [`try_recv`](Self::try_recv) returned
-    /// `Empty`). Lags and a demotion are counted in [`stats`](Self::stats) and do not stop it;
-    /// the end of the stream is [`RecvError::Disconnected`], once everything was handed over.
+    /// returns, the descriptor becomes readable again when something arrives (as after
+    /// [`try_recv`](Self::try_recv) returned `Empty`). Lags and a demotion are counted in
+    /// [`stats`](Self::stats) and do not stop it; the end of the stream is
+    /// [`RecvError::Disconnected`], once everything was handed over.
     pub fn for_each_ready(&mut self, mut f: impl FnMut(Sample<'_>)) -> Result<usize, RecvError> {
         let mut n = 0;
         loop {
@@ -285,16 +325,36 @@ impl Subscriber {
         timeout: Option<Duration>,
         mut next: impl FnMut(&mut Self) -> Result<Option<Got>, RecvError>,
     ) -> Result<Sample<'_>, RecvError> {
+        if let Some(got) = next(self)? {
+            return Ok(self.sample(got));
+        }
+        let got = self.wait_slow(timeout, next);
+        // The wait may have overwritten a park with our own signal (sleeping on the wake word
+        // replaces it) or taken the descriptor's readiness: whatever it returns, the descriptor
+        // must again be readable whenever a receive would not return `Empty`. Without an event
+        // loop the timer armed at connect is never taken, so this costs nothing.
+        let primed = self.prime();
+        let got = got?;
+        primed?;
+        Ok(self.sample(got))
+    }
+
+    /// The waiting part of [`wait_for`](Self::wait_for): spins, then sleeps on the wake word.
+    fn wait_slow(
+        &mut self,
+        timeout: Option<Duration>,
+        mut next: impl FnMut(&mut Self) -> Result<Option<Got>, RecvError>,
+    ) -> Result<Got, RecvError> {
         let mut fruitless = 0u32;
         let mut deadline: Option<Instant> = None;
         loop {
             if let Some(got) = next(self)? {
-                return Ok(self.sample(got));
+                return Ok(got);
             }
             for _ in 0..self.spin {
                 std::hint::spin_loop();
                 if let Some(got) = next(self)? {
-                    return Ok(self.sample(got));
+                    return Ok(got);
                 }
             }
             let timeout = match timeout {
@@ -321,10 +381,7 @@ impl Subscriber {
                 // The reader never sleeps once the publisher is gone, and nothing writes the ring
                 // any more: a second look that finds nothing (the first may have moved a lapped
                 // reader to the tail) means nothing will ever be readable.
-                return match next(self)? {
-                    Some(got) => Ok(self.sample(got)),
-                    None => Err(RecvError::Disconnected),
-                };
+                return next(self)?.ok_or(RecvError::Disconnected);
             } else {
                 // Nothing readable, yet no sleep allowed: a lapped reader racing the writer
                 // (brief), or a ring left where no read can progress. Look for a hang-up, which
@@ -342,6 +399,7 @@ impl Subscriber {
 
     /// Waits on the descriptor's set; notes a publisher hang-up.
     fn poll_events(&mut self, timeout: Option<Duration>) -> Result<(), RecvError> {
+        self.primed = false;
         if self.readiness.poll(timeout).map_err(RecvError::Io)? {
             self.check_socket();
         }
@@ -379,7 +437,8 @@ impl Subscriber {
         }
     }
 
-    fn sample(&mut self, got: Got) -> Sample<'_> {
+    /// Lends out what a receive found.
+    pub(crate) fn sample(&mut self, got: Got) -> Sample<'_> {
         match got {
             Got::InPlace(frame) => Sample::in_place(self, frame),
             Got::Copied { seq, len } => Sample::copied(self, seq, len),
@@ -447,8 +506,11 @@ fn map_read(e: ReadError) -> Result<Option<Got>, RecvError> {
 }
 
 impl AsFd for Subscriber {
-    /// Readable when a message may be waiting (after `try_recv` returned `Empty`) or the
-    /// publisher went away. Level-triggered: poll, then `try_recv` until `Empty`.
+    /// Readable whenever a receive would not return [`RecvError::Empty`] (a message, a lag, a
+    /// demotion, the end of the stream), from the moment `connect` returns, with no prior call:
+    /// wait for it first or try first, level- or edge-triggered, one receive per wakeup or
+    /// until `Empty`. It may also be readable with nothing to receive (a receive then returns
+    /// `Empty` and the descriptor stops being readable until something arrives).
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.readiness.as_fd()
     }

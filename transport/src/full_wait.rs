@@ -1,0 +1,169 @@
+//! A loan's wait for space once the ring is full, shared by the blocking loans and the async
+//! ones (`shmcast::tokio`): its deadline, the stall bound that demotes the slowest gating
+//! subscriber, the short poll for space before sleeping, and the announcement that makes
+//! releasing subscribers ring the publisher.
+//!
+//! # Overload and failure
+//!
+//! A stopped gating subscriber holds a loan back by at most the stall bound, if one is set: then
+//! it is demoted (and told) and the loan continues. Without a bound only the caller's own
+//! timeout ends the wait; it is reported once as a stall after [`DEFAULT_STALL_BOUND`].
+
+use std::time::{Duration, Instant};
+
+use shmcast_core::{SubscriberId, Writer};
+
+use crate::error::LoanError;
+use crate::events;
+use crate::shared::Shared;
+use crate::spin::Spin;
+use crate::wake::{self, Link};
+use std::os::fd::{AsFd, BorrowedFd};
+
+/// The default [`PublisherBuilder::stall_bound`](crate::PublisherBuilder::stall_bound): 5 s. Far
+/// longer than any scheduling delay, page fault storm or pause of a healthy subscriber on a
+/// loaded machine (those are milliseconds), so a live subscriber is never demoted by accident;
+/// short enough that a subscriber stopped for good costs the publisher one pause that a person
+/// notices, not a freeze.
+pub const DEFAULT_STALL_BOUND: Duration = Duration::from_secs(5);
+
+/// How long a loan waits for space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// `try_loan`: not at all.
+    Never,
+    /// `loan`: until space frees up (or the stall bound demotes the slowest subscriber).
+    Forever,
+    /// `loan_timeout`: at most this long.
+    For(Duration),
+}
+
+/// What a loan that found the ring full does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Reserve again at once (space freed up, or a subscriber was demoted).
+    Retry,
+    /// The wait is announced: sleep on the space set at most this long, then call
+    /// [`FullWait::end`] and reserve again.
+    Sleep(Duration),
+}
+
+/// The clocks of one loan's wait. The clock is read only once the ring is found full: a loan
+/// that fits at once (the common case) makes no clock read. The wait and the stall count from
+/// then; a demotion restarts the stall.
+pub(crate) struct FullWait {
+    wait: Wait,
+    stall_bound: Option<Duration>,
+    first_full: Option<Instant>,
+    stalled_since: Option<Instant>,
+    stall_reported: bool,
+}
+
+impl FullWait {
+    /// A loan waiting as `wait` says, under the publisher's `stall_bound`.
+    pub(crate) fn new(wait: Wait, stall_bound: Option<Duration>) -> Self {
+        FullWait {
+            wait,
+            stall_bound,
+            first_full: None,
+            stalled_since: None,
+            stall_reported: false,
+        }
+    }
+
+    /// The ring has no room for `len` bytes: gives up (`Full`, `Timeout`), demotes past the
+    /// stall bound, polls briefly for space, or announces the wait and says how long to sleep.
+    pub(crate) fn on_full(
+        &mut self,
+        shared: &Shared,
+        writer: &mut Writer<Link>,
+        spin: &mut Spin,
+        len: usize,
+    ) -> Result<Next, LoanError> {
+        if self.wait == Wait::Never {
+            return Err(LoanError::Full);
+        }
+        let now = Instant::now();
+        let first = *self.first_full.get_or_insert(now);
+        let deadline = match self.wait {
+            Wait::For(timeout) => first.checked_add(timeout),
+            _ => None,
+        };
+        if deadline.is_some_and(|d| now >= d) {
+            return Err(LoanError::Timeout);
+        }
+        let since = self.stalled_since.unwrap_or(first);
+        let stall_at = self.stall_bound.map(|b| since + b);
+        if stall_at.is_some_and(|t| now >= t) {
+            let slowest = writer.slowest_gating();
+            events::stalled(&shared.topic, now - since, conn_of(writer, slowest), true);
+            if let Some(id) = slowest {
+                demote(shared, writer, id);
+            }
+            self.stalled_since = Some(now);
+            return Ok(Next::Retry);
+        }
+        // Without a stall bound nothing ends the wait but the subscribers: say so once.
+        if self.stall_bound.is_none() && !self.stall_reported && now >= since + DEFAULT_STALL_BOUND
+        {
+            self.stall_reported = true;
+            let slowest = writer.slowest_gating();
+            events::stalled(&shared.topic, now - since, conn_of(writer, slowest), false);
+        }
+        // A subscriber about to release usually frees the space within microseconds: poll for
+        // it before announcing a wait (see `spin` for the budget and when it is none).
+        if spin.spin(|| writer.has_space_for(len)) {
+            return Ok(Next::Retry);
+        }
+        // Cannot fail: the reservation accepted `len`.
+        let sleep = writer
+            .prepare_wait_for_space(len)
+            .map_err(|_| LoanError::Full)?;
+        if !sleep {
+            writer.end_wait_for_space();
+            return Ok(Next::Retry);
+        }
+        let until = match (deadline, stall_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let timeout = until
+            .map(|t| t.saturating_duration_since(Instant::now()))
+            .map_or(wake::PARK_RECHECK, |t| t.min(wake::PARK_RECHECK));
+        Ok(Next::Sleep(timeout))
+    }
+
+    /// Ends a sleep that [`on_full`](Self::on_full) announced: withdraws the announcement and
+    /// takes the doorbells of the `tokens` the space set reported.
+    pub(crate) fn end(shared: &Shared, writer: &mut Writer<Link>, tokens: &[u64]) {
+        writer.end_wait_for_space();
+        shared.space.drain(writer, tokens);
+    }
+}
+
+/// Ends a sleep announced by [`FullWait::on_full`] for a caller that waited elsewhere (on a
+/// reactor) or gave up waiting: withdraws the announcement and takes whatever doorbells the
+/// space set holds, so that it is not left readable for nothing.
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+pub(crate) fn end_now(shared: &Shared) {
+    let mut tokens = [0u64; wake::SPACE_EVENTS];
+    let ready = shared.space.wait(&mut tokens, Duration::ZERO).unwrap_or(0);
+    let mut writer = shared.lock();
+    FullWait::end(shared, &mut writer, &tokens[..ready]);
+}
+
+/// Demotes `id` and wakes it so a parked subscriber learns of it.
+pub(crate) fn demote(shared: &Shared, writer: &mut Writer<Link>, id: SubscriberId) {
+    if writer.demote(id) {
+        if let Some(conn) = conn_of(writer, Some(id)) {
+            events::demoted(&shared.topic, conn, id);
+        }
+        shared.wake(writer, |w, wake| w.wake_one(id, wake));
+    }
+}
+
+/// The connection of subscriber `id`, which events read the peer's credentials from.
+fn conn_of(writer: &Writer<Link>, id: Option<SubscriberId>) -> Option<BorrowedFd<'_>> {
+    id.and_then(|id| writer.attachment(id))
+        .map(|link| link.conn.as_fd())
+}

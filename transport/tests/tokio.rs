@@ -1,0 +1,430 @@
+//! `shmcast::tokio` with real processes: tokio subscribers (`recv`, `recv_timeout`, the
+//! `Stream`) receiving a publisher process's gating stream, every message checked in order, then
+//! the end; an async publisher process under gating backpressure; a hundred subscribers in one
+//! current-thread runtime; the multi-thread runtime; a late connect that awaits its publisher;
+//! a stalled runtime, which delays the publisher only by its stall bound.
+
+mod common;
+
+use common::FdGuard;
+use common::child::{Proc, WATCHDOG, spawn};
+use common::message::{message, verify};
+use shmcast::tokio::{AsyncPublisher, AsyncSubscriber, Message};
+use shmcast::{ConnectError, Mode, Publisher, RecvError};
+use std::time::{Duration, Instant};
+use tokio_stream_shim::next;
+
+/// Ring and messages: a few dozen frames fit, so the publisher waits for space often.
+const CAPACITY: u64 = 8192;
+const MAX: usize = 200;
+
+/// Longest any loan may wait while a stalled subscriber is demoted after `STALL_BOUND`:
+/// generous, so that a loaded machine cannot trip it; a publisher blocked by the stalled runtime
+/// would wait for the whole stall (`STALL`) instead.
+const STALL_BOUND: Duration = Duration::from_millis(300);
+const STALL: Duration = Duration::from_secs(6);
+const PUBLISH_BOUND: Duration = Duration::from_secs(5);
+
+fn topic(name: &str) -> String {
+    format!("tokio-{}-{name}", std::process::id())
+}
+
+/// `StreamExt::next` without a dependency: a future of the stream's next item.
+mod tokio_stream_shim {
+    use futures_core::Stream;
+    use std::pin::Pin;
+
+    pub async fn next<S: Stream + Unpin>(s: &mut S) -> Option<S::Item> {
+        std::future::poll_fn(|cx| Pin::new(&mut *s).poll_next(cx)).await
+    }
+}
+
+/// The child side. Runs only when re-executed in a role by `common::child::spawn`.
+#[test]
+#[ignore = "entry point of child processes"]
+fn role_entry() {
+    let Some((role, args)) = common::child::role() else {
+        return;
+    };
+    match role.as_str() {
+        "publisher" => role_publisher(&args),
+        "async-publisher" => role_async_publisher(&args),
+        "stalled" => role_stalled(&args),
+        r => panic!("unknown role {r}"),
+    }
+}
+
+fn bind(topic: &str, stall_bound: Option<Duration>) -> Publisher {
+    Publisher::builder(topic)
+        .capacity(CAPACITY)
+        .max_message(MAX as u64)
+        .stall_bound(stall_bound)
+        .bind()
+        .unwrap()
+}
+
+/// args: topic count subscribers. A blocking publisher: waits for `subscribers`, publishes
+/// `count` messages in bursts with pauses, exits.
+fn role_publisher(args: &[String]) {
+    let (count, subs): (u64, usize) = (args[1].parse().unwrap(), args[2].parse().unwrap());
+    let mut publisher = bind(&args[0], None);
+    println!("bound");
+    publisher.wait_for_subscribers(subs, WATCHDOG).unwrap();
+    let mut buf = Vec::new();
+    for seq in 0..count {
+        message(seq, MAX, &mut buf);
+        publisher.send(&buf).unwrap();
+        if seq % 500 == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    println!("published");
+}
+
+/// args: topic count subscribers stall_bound_ms (`none`: no bound). An async publisher in a
+/// current-thread runtime: awaits `subscribers`, publishes `count` messages with `loan().await`
+/// and prints `longest_loan_ms=… demotions=…` before it exits.
+fn role_async_publisher(args: &[String]) {
+    let (count, subs): (u64, usize) = (args[1].parse().unwrap(), args[2].parse().unwrap());
+    let bound = (args[3] != "none").then(|| Duration::from_millis(args[3].parse().unwrap()));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut publisher = AsyncPublisher::new(bind(&args[0], bound)).unwrap();
+        println!("bound");
+        assert!(publisher.wait_for_subscribers(subs).await >= subs);
+        let mut buf = Vec::new();
+        let mut longest = Duration::ZERO;
+        for seq in 0..count {
+            message(seq, MAX, &mut buf);
+            let asked = Instant::now();
+            let mut loan = publisher.loan(buf.len()).await.unwrap();
+            longest = longest.max(asked.elapsed());
+            loan.copy_from_slice(&buf);
+            loan.publish();
+        }
+        let stats = publisher.stats();
+        assert_eq!(stats.messages, count);
+        println!(
+            "longest_loan_ms={} demotions={}",
+            longest.as_millis(),
+            stats.demotions
+        );
+    });
+}
+
+/// args: topic. A tokio subscriber whose runtime stops: after 10 messages its task blocks the
+/// runtime's only thread for `STALL`; then it receives on, told of its demotion and its lag,
+/// until the end.
+fn role_stalled(args: &[String]) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut sub = connect(&args[0], Mode::Gating).await;
+        println!("ready");
+        let (mut next, mut demoted, mut lagged) = (0u64, false, 0u64);
+        let mut scratch = Vec::new();
+        loop {
+            match sub.recv().await {
+                Ok(m) => {
+                    assert_eq!(
+                        m.seq(),
+                        next,
+                        "in order, and after a lag exactly `n` further"
+                    );
+                    verify(m.seq(), &m, MAX, &mut scratch);
+                    next += 1;
+                    if next == 10 {
+                        drop(m);
+                        println!("stalling");
+                        // A runtime that stops: nothing of this process runs for the stall.
+                        std::thread::sleep(STALL);
+                    }
+                }
+                Err(RecvError::Demoted) => {
+                    assert!(!demoted, "one demotion");
+                    demoted = true;
+                }
+                Err(RecvError::Lagged(n)) => {
+                    assert!(demoted, "a gating subscriber lags only after its demotion");
+                    lagged += n;
+                    next += n;
+                }
+                Err(RecvError::Disconnected) => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        println!("summary demoted={demoted} lagged={lagged} next={next}");
+    });
+}
+
+async fn connect(topic: &str, mode: Mode) -> AsyncSubscriber {
+    AsyncSubscriber::builder(topic)
+        .mode(mode)
+        .connect_timeout(Duration::from_secs(30))
+        .connect_async()
+        .await
+        .unwrap()
+}
+
+fn publisher(role: &str, name: &str, count: u64, subs: usize, extra: &[&str]) -> Proc {
+    let mut args = vec![topic(name), count.to_string(), subs.to_string()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let mut p = spawn(role, &args);
+    p.expect_line("bound");
+    p
+}
+
+/// Receives with `recv` until the end, checking every message; returns how many.
+async fn receive_all(mut sub: AsyncSubscriber) -> u64 {
+    let mut scratch = Vec::new();
+    let mut next = 0;
+    loop {
+        match sub.recv().await {
+            Ok(m) => {
+                assert_eq!(m.seq(), next, "in order");
+                verify(m.seq(), &m, MAX, &mut scratch);
+                next += 1;
+            }
+            Err(RecvError::Disconnected) => return next,
+            Err(e) => panic!("message {next}: {e}"),
+        }
+    }
+}
+
+/// Receives with `recv_timeout` until the end; timeouts are only waits.
+async fn receive_all_timed(mut sub: AsyncSubscriber) -> u64 {
+    let mut scratch = Vec::new();
+    let mut next = 0;
+    loop {
+        match sub.recv_timeout(Duration::from_micros(300)).await {
+            Ok(m) => {
+                assert_eq!(m.seq(), next, "in order");
+                verify(m.seq(), &m, MAX, &mut scratch);
+                next += 1;
+            }
+            Err(RecvError::Timeout) => {}
+            Err(RecvError::Disconnected) => return next,
+            Err(e) => panic!("message {next}: {e}"),
+        }
+    }
+}
+
+/// Takes the stream until it ends; every item an in-order message.
+async fn stream_all(sub: AsyncSubscriber) -> u64 {
+    let mut stream = sub.into_stream();
+    let mut scratch = Vec::new();
+    let mut next = 0;
+    while let Some(item) = next_item(&mut stream).await {
+        let m: Message = item.unwrap();
+        assert_eq!(m.seq(), next, "in order");
+        verify(m.seq(), &m, MAX, &mut scratch);
+        next += 1;
+    }
+    assert!(next_item(&mut stream).await.is_none(), "ended for good");
+    next
+}
+
+async fn next_item(s: &mut shmcast::tokio::Messages) -> Option<Result<Message, RecvError>> {
+    next(s).await
+}
+
+/// The descriptor guard, taken once tokio's process-wide descriptors exist: the first runtime
+/// of a process opens its signal globals (a socket pair) for the rest of the process's life.
+/// Each test drops its runtime before checking the guard.
+fn guard() -> FdGuard {
+    static GLOBALS: std::sync::Once = std::sync::Once::new();
+    GLOBALS.call_once(|| drop(current_thread()));
+    FdGuard::new()
+}
+
+/// A current-thread runtime.
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn tokio_subscribers_receive_a_publisher_process_in_order() {
+    let fds = guard();
+    let rt = current_thread();
+    let count = 20_000;
+    let publisher = publisher("publisher", "order", count, 3, &[]);
+    rt.block_on(async {
+        let a = connect(&topic("order"), Mode::Gating).await;
+        let b = connect(&topic("order"), Mode::Gating).await;
+        let c = connect(&topic("order"), Mode::Gating).await;
+        let (a, b, c) = tokio::join!(receive_all(a), receive_all_timed(b), stream_all(c));
+        assert_eq!((a, b, c), (count, count, count));
+    });
+    publisher.finish();
+    drop(rt);
+    fds.check();
+}
+
+#[test]
+fn async_publisher_process_under_backpressure() {
+    let fds = guard();
+    let rt = current_thread();
+    let count = 20_000;
+    let publisher = publisher("async-publisher", "async-pub", count, 2, &["none"]);
+    rt.block_on(async {
+        let a = connect(&topic("async-pub"), Mode::Gating).await;
+        let b = connect(&topic("async-pub"), Mode::Gating).await;
+        let (a, b) = tokio::join!(receive_all(a), stream_all(b));
+        assert_eq!((a, b), (count, count));
+    });
+    let out = publisher.finish();
+    assert!(out.contains("demotions=0"), "{out}");
+    drop(rt);
+    fds.check();
+}
+
+#[test]
+fn a_hundred_subscribers_in_one_current_thread_runtime() {
+    let fds = guard();
+    let rt = current_thread();
+    let (count, subs) = (2_000, 100);
+    let publisher = publisher("publisher", "hundred", count, subs, &[]);
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for _ in 0..subs {
+            let sub = connect(&topic("hundred"), Mode::Gating).await;
+            tasks.push(tokio::spawn(receive_all(sub)));
+        }
+        for t in tasks {
+            assert_eq!(t.await.unwrap(), count);
+        }
+    });
+    publisher.finish();
+    drop(rt);
+    fds.check();
+}
+
+fn assert_send<T: Send>(t: T) -> T {
+    t
+}
+
+#[test]
+fn futures_are_send_and_run_on_the_multi_thread_runtime() {
+    let fds = guard();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_io()
+        .enable_time()
+        .build()
+        .unwrap();
+    let count = 20_000;
+    let publisher = publisher("async-publisher", "multi", count, 3, &["none"]);
+    rt.block_on(async {
+        let t = topic("multi");
+        let a = tokio::spawn(assert_send(async move {
+            let sub = assert_send(connect_owned(t)).await;
+            assert_send(receive_all(sub)).await
+        }));
+        let t = topic("multi");
+        let b = tokio::spawn(async move { receive_all_timed(connect_owned(t).await).await });
+        let t = topic("multi");
+        let c = tokio::spawn(async move { stream_all(connect_owned(t).await).await });
+        assert_eq!(a.await.unwrap(), count);
+        assert_eq!(b.await.unwrap(), count);
+        assert_eq!(c.await.unwrap(), count);
+    });
+    publisher.finish();
+    drop(rt);
+    fds.check();
+    // The publisher's futures too (a compile-time check; never polled).
+    fn _publisher_futures_are_send(p: &mut AsyncPublisher) {
+        drop(assert_send(p.loan(8)));
+        drop(assert_send(p.send(b"x")));
+        drop(assert_send(p.wait_for_subscribers(1)));
+    }
+}
+
+async fn connect_owned(topic: String) -> AsyncSubscriber {
+    connect(&topic, Mode::Gating).await
+}
+
+/// `connect_async` awaits a publisher that binds later, while the runtime goes on (a ticking
+/// task counts), and fails after its timeout naming the topic when none comes.
+#[test]
+fn connect_awaits_a_late_publisher_without_blocking_the_runtime() {
+    let fds = guard();
+    let rt = current_thread();
+    rt.block_on(async {
+        let ticks = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counter = ticks.clone();
+        let ticker = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+        let missing = AsyncSubscriber::builder(topic("nobody"))
+            .connect_timeout(Duration::from_millis(300))
+            .connect_async()
+            .await;
+        assert!(
+            matches!(missing, Err(ConnectError::NoPublisher { .. })),
+            "{missing:?}"
+        );
+        assert!(
+            ticks.load(std::sync::atomic::Ordering::Relaxed) > 0,
+            "the runtime ran while connect waited"
+        );
+        let name = topic("late");
+        let connecting = tokio::spawn(async move { connect_owned(name).await });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let publisher = publisher("publisher", "late", 100, 1, &[]);
+        let sub = connecting.await.unwrap();
+        assert_eq!(receive_all(sub).await, 100);
+        publisher.finish();
+        ticker.abort();
+    });
+    drop(rt);
+    fds.check();
+}
+
+/// A subscriber process whose runtime stops delays an async publisher process only by its
+/// stall bound: demoted, told so, then lagged, while a healthy tokio subscriber here receives
+/// everything.
+#[test]
+fn a_stalled_runtime_delays_the_publisher_only_by_its_stall_bound() {
+    let fds = guard();
+    let rt = current_thread();
+    let count = 5_000;
+    let bound = STALL_BOUND.as_millis().to_string();
+    let publisher = publisher("async-publisher", "stall", count, 2, &[&bound]);
+    let mut stalled = spawn("stalled", &[topic("stall")]);
+    stalled.expect_line("ready");
+    rt.block_on(async {
+        let healthy = connect(&topic("stall"), Mode::Gating).await;
+        assert_eq!(receive_all(healthy).await, count);
+    });
+    let out = publisher.finish();
+    let longest: u64 = out
+        .split("longest_loan_ms=")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(out.contains("demotions=1"), "{out}");
+    assert!(
+        Duration::from_millis(longest) < PUBLISH_BOUND,
+        "a loan waited {longest} ms: the stalled runtime held the publisher"
+    );
+    let summary = stalled.finish();
+    assert!(summary.contains("demoted=true"), "{summary}");
+    assert!(summary.contains(&format!("next={count}")), "{summary}");
+    drop(rt);
+    fds.check();
+}
