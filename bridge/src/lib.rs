@@ -15,11 +15,9 @@
 //! use shmcast_zenoh::{Bridge, BridgeConfig, Direction, TopicConfig};
 //!
 //! // Host A: export topic "ticks" on key shmcast/ticks, listening for host B.
-//! let config = BridgeConfig {
-//!     listen: vec!["tcp/0.0.0.0:7447".into()],
-//!     topics: vec![TopicConfig::new("ticks", Direction::Export)],
-//!     ..BridgeConfig::default()
-//! };
+//! let mut config = BridgeConfig::default();
+//! config.listen.push("tcp/0.0.0.0:7447".into());
+//! config.topics.push(TopicConfig::new("ticks", Direction::Export));
 //! let bridge = Bridge::builder(config).on_event(|e| eprintln!("{e}")).start()?;
 //! for t in bridge.stats() {
 //!     println!("{}: {} messages", t.topic, t.messages);
