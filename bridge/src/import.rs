@@ -172,15 +172,15 @@ impl State {
         self.count_sequence(header.seq);
         let len = payload.len() - header.len;
         let lossy = self.import.topic.reliability == Reliability::Lossy;
-        let c = self.import.counters.clone();
         let Some(publisher) = self.publisher.as_mut() else {
             return;
         };
-        if let Err(reason) = publish(publisher, len, lossy, rest_of_first, slices, whole) {
-            match reason {
-                None => return Counters::add(&c.local_dropped, 1),
-                Some(reason) => return self.malformed(reason),
-            }
+        let published = publish(publisher, len, lossy, rest_of_first, slices, whole);
+        let c = &self.import.counters;
+        match published {
+            Ok(()) => {}
+            Err(None) => return Counters::add(&c.local_dropped, 1),
+            Err(Some(reason)) => return self.malformed(reason),
         }
         Counters::add(&c.messages, 1);
         Counters::add(&c.bytes, len as u64);
