@@ -9,6 +9,10 @@
 //!   take; a lag of the local ring is counted in `local_lagged`, and the sequence numbers let
 //!   the importer count every loss.
 //!
+//! Consecutive messages already waiting in the ring travel as one batch ([`wire`](crate::wire)):
+//! one Zenoh put, routed once, for many small messages. The exporter never waits to fill a
+//! batch: it puts what it gathered as soon as the ring is empty.
+//!
 //! The local publisher may come and go: the exporter connects again, from its newest message.
 
 use std::path::PathBuf;
@@ -25,7 +29,7 @@ use zenoh::sample::Locality;
 use crate::config::{Reliability, TopicConfig};
 use crate::event::{Event, Sink};
 use crate::stats::Counters;
-use crate::wire::{Encoder, WireContract};
+use crate::wire::{Batch, Encoder, WireContract};
 
 /// How long one receive waits before the exporter looks at its stop flag again.
 const POLL: Duration = Duration::from_millis(50);
@@ -148,52 +152,74 @@ impl Export {
         matched: &AtomicBool,
     ) -> bool {
         let reliable = self.topic.reliability == Reliability::Reliable;
-        let c = &self.counters;
+        let mut batch = Batch::default();
         while !self.stopped() {
-            if reliable && !matched.load(Ordering::Relaxed) {
+            if batch.is_empty() && reliable && !matched.load(Ordering::Relaxed) {
                 // Hold the ring rather than put into the void: the local publisher waits (up
                 // to its stall bound) until an importer is back.
                 std::thread::sleep(Duration::from_millis(5));
                 continue;
             }
-            let (message, seq, len) = match sub.recv_timeout(POLL) {
+            // Block only with nothing gathered; otherwise take what is already there, and put
+            // the batch as soon as the ring is empty.
+            let got = if batch.is_empty() {
+                sub.recv_timeout(POLL)
+            } else {
+                sub.try_recv()
+            };
+            match got {
                 Ok(sample) => {
-                    let seq = sample.seq();
-                    (encoder.encode(seq, &sample), seq, sample.len())
+                    if !batch.takes(sample.seq(), sample.len()) {
+                        self.put(publisher, &mut batch);
+                    }
+                    batch.push(encoder, sample.seq(), &sample);
                 }
-                Err(RecvError::Timeout | RecvError::Empty) => continue,
+                Err(RecvError::Timeout | RecvError::Empty) => self.put(publisher, &mut batch),
                 Err(RecvError::Lagged(n)) => {
-                    Counters::add(&c.local_lagged, n);
-                    continue;
+                    self.put(publisher, &mut batch);
+                    Counters::add(&self.counters.local_lagged, n);
                 }
                 Err(RecvError::Demoted) => {
-                    Counters::add(&c.demotions, 1);
+                    self.put(publisher, &mut batch);
+                    Counters::add(&self.counters.demotions, 1);
                     self.event(Event::Demoted {
                         topic: self.topic.topic.clone(),
                     });
-                    continue;
                 }
-                Err(RecvError::Disconnected) => return true,
+                Err(RecvError::Disconnected) => {
+                    self.put(publisher, &mut batch);
+                    return true;
+                }
                 Err(e) => {
+                    self.put(publisher, &mut batch);
                     self.event(Event::Failed {
                         topic: self.topic.topic.clone(),
                         reason: format!("receiving: {e} (connecting again)"),
                     });
                     return true;
                 }
-            };
-            if let Err(e) = publisher.put(message).wait() {
-                self.event(Event::Failed {
-                    topic: self.topic.topic.clone(),
-                    reason: format!("putting on {}: {e}", self.key),
-                });
-                continue;
             }
-            Counters::add(&c.messages, 1);
-            Counters::add(&c.bytes, len as u64);
-            c.last_seq.store(seq, Ordering::Relaxed);
         }
         false
+    }
+
+    /// Puts what `batch` holds, if anything.
+    fn put(&self, publisher: &zenoh::pubsub::Publisher<'static>, batch: &mut Batch) {
+        if batch.is_empty() {
+            return;
+        }
+        let (message, last, n, bytes) = batch.take();
+        if let Err(e) = publisher.put(message).wait() {
+            self.event(Event::Failed {
+                topic: self.topic.topic.clone(),
+                reason: format!("putting on {}: {e}", self.key),
+            });
+            return;
+        }
+        let c = &self.counters;
+        Counters::add(&c.messages, n);
+        Counters::add(&c.bytes, bytes);
+        c.last_seq.store(last, Ordering::Relaxed);
     }
 
     fn event(&self, e: Event) {

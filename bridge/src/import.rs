@@ -12,6 +12,8 @@
 //!   loan, bounded by its stall bound), which holds Zenoh's reception and so, through TCP, the
 //!   exporter's blocking put. **Lossy**: a full ring drops the message, counted in
 //!   `local_dropped`.
+//! * A batch ([`wire`](crate::wire)) is published as the messages it carries, in order, each
+//!   counted as if it had come alone.
 //! * A payload that is not a bridge message, or is larger than the topic's maximum, is counted
 //!   in `malformed` and skipped.
 //!
@@ -169,13 +171,47 @@ impl State {
         if header.contract != self.local.as_slice() {
             return self.refuse(header.contract.to_vec());
         }
-        self.count_sequence(header.seq);
+        if header.batch {
+            let owned;
+            let body: &[u8] = if whole || payload.slices().nth(1).is_none() {
+                rest_of_first
+            } else {
+                owned = payload.to_bytes();
+                &owned[header.len..]
+            };
+            for (i, record) in wire::records(body).enumerate() {
+                match record {
+                    Ok(r) => {
+                        let seq = header.seq.wrapping_add(i as u64);
+                        self.deliver(seq, r.len(), r, std::iter::empty(), true);
+                    }
+                    Err(e) => {
+                        self.malformed(format!("batch record {i}: {e}"));
+                        break;
+                    }
+                }
+            }
+            return;
+        }
         let len = payload.len() - header.len;
+        self.deliver(header.seq, len, rest_of_first, slices, whole);
+    }
+
+    /// Publishes message `seq` of `len` bytes: `first`, then `slices` unless `whole`.
+    fn deliver<'a>(
+        &mut self,
+        seq: u64,
+        len: usize,
+        first: &[u8],
+        slices: impl Iterator<Item = &'a [u8]>,
+        whole: bool,
+    ) {
+        self.count_sequence(seq);
         let lossy = self.import.topic.reliability == Reliability::Lossy;
         let Some(publisher) = self.publisher.as_mut() else {
             return;
         };
-        let published = publish(publisher, len, lossy, rest_of_first, slices, whole);
+        let published = publish(publisher, len, lossy, first, slices, whole);
         let c = &self.import.counters;
         match published {
             Ok(()) => {}
@@ -184,7 +220,7 @@ impl State {
         }
         Counters::add(&c.messages, 1);
         Counters::add(&c.bytes, len as u64);
-        c.last_seq.store(header.seq, Ordering::Relaxed);
+        c.last_seq.store(seq, Ordering::Relaxed);
     }
 
     /// Binds the local topic with the first remote contract; `false` if it cannot be.

@@ -9,14 +9,18 @@
 //! ```text
 //! 0      2  magic b"SZ"
 //! 2      1  version (1)
-//! 3      1  flags (0; others refused)
+//! 3      1  flags: 0, or BATCH (1); others refused
 //! 4      8  origin: the exporting bridge's random id
 //! 12     8  seq: the local topic's sequence number of the message
 //! 20     2  c: length of the contract that follows
 //! 22     c  contract: kind u8 (0 bytes, 1 schema, 2 pod), max_message u32,
 //!           a u32 (schema version or pod size), b u32 (pod align), name length u8, name
-//! 22 + c    payload
+//! 22 + c    payload; with BATCH, records of (u32 length, payload): messages seq, seq + 1, ...
 //! ```
+//!
+//! A batch carries the consecutive messages an exporter found waiting in its ring at once (up
+//! to [`BATCH_BYTES`]): one Zenoh put, routed once, for many small messages. A message that is
+//! alone goes without records.
 //!
 //! Anything that does not decode is a [`WireError`]: the importer counts it and skips the
 //! message.
@@ -33,6 +37,12 @@ const FIXED: usize = 22;
 const CONTRACT_FIXED: usize = 14;
 /// Offset of the sequence number.
 const SEQ_AT: usize = 12;
+/// The flag of a batch of records.
+const BATCH: u8 = 1;
+/// The most payload and record bytes an exporter puts in one batch.
+pub const BATCH_BYTES: usize = 32 * 1024;
+/// The most messages in one batch.
+const BATCH_MESSAGES: usize = 256;
 
 const KIND_BYTES: u8 = 0;
 const KIND_SCHEMA: u8 = 1;
@@ -205,6 +215,8 @@ pub struct Header<'a> {
     pub contract: &'a [u8],
     /// Header bytes, where the payload starts.
     pub len: usize,
+    /// Whether the payload is a batch of records ([`records`] reads them).
+    pub batch: bool,
 }
 
 /// Decodes the header at the start of `bytes` (the payload follows at `header.len`).
@@ -221,7 +233,7 @@ pub fn decode(bytes: &[u8]) -> Result<Header<'_>, WireError> {
     if bytes[2] != VERSION {
         return Err(WireError::Version(bytes[2]));
     }
-    if bytes[3] != 0 {
+    if bytes[3] & !BATCH != 0 {
         return Err(WireError::Flags(bytes[3]));
     }
     let origin = u64::from_le_bytes(bytes[4..12].try_into().expect("8 bytes"));
@@ -239,7 +251,94 @@ pub fn decode(bytes: &[u8]) -> Result<Header<'_>, WireError> {
         seq,
         contract: &bytes[FIXED..len],
         len,
+        batch: bytes[3] & BATCH != 0,
     })
+}
+
+/// The payloads of a batch's records, in order; an `Err` ends it where a record does not fit.
+pub fn records(mut body: &[u8]) -> impl Iterator<Item = Result<&[u8], WireError>> {
+    std::iter::from_fn(move || {
+        if body.is_empty() {
+            return None;
+        }
+        let Some((len, rest)) = body.split_first_chunk::<4>() else {
+            body = &[];
+            return Some(Err(WireError::Short { len: 0, need: 4 }));
+        };
+        let len = u32::from_le_bytes(*len) as usize;
+        if len > rest.len() {
+            body = &[];
+            return Some(Err(WireError::Short {
+                len: rest.len(),
+                need: len,
+            }));
+        }
+        let (record, rest) = rest.split_at(len);
+        body = rest;
+        Some(Ok(record))
+    })
+}
+
+/// Consecutive messages gathered into one Zenoh payload: a plain message while it holds one,
+/// a batch of records from the second on.
+#[derive(Debug, Default)]
+pub struct Batch {
+    buf: Vec<u8>,
+    header_len: usize,
+    first: u64,
+    count: usize,
+    bytes: usize,
+}
+
+impl Batch {
+    /// Whether it holds no message.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Whether message `seq` of `len` bytes may join: it must follow the last one, and fit.
+    pub fn takes(&self, seq: u64, len: usize) -> bool {
+        self.count == 0
+            || (seq == self.first + self.count as u64
+                && self.count < BATCH_MESSAGES
+                && self.buf.len() - self.header_len + 8 + len <= BATCH_BYTES)
+    }
+
+    /// Adds message `seq` (check [`takes`](Self::takes) first).
+    pub fn push(&mut self, encoder: &Encoder, seq: u64, payload: &[u8]) {
+        if self.count == 0 {
+            self.buf = encoder.encode(seq, payload);
+            self.header_len = encoder.header_len();
+            self.first = seq;
+        } else {
+            if self.count == 1 {
+                let first_len = (self.buf.len() - self.header_len) as u32;
+                self.buf[3] |= BATCH;
+                self.buf
+                    .splice(self.header_len..self.header_len, first_len.to_le_bytes());
+            }
+            self.buf
+                .extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            self.buf.extend_from_slice(payload);
+        }
+        self.count += 1;
+        self.bytes += payload.len();
+    }
+
+    /// The payload to put, the last sequence number, the message count and their bytes; the
+    /// batch is empty again.
+    pub fn take(&mut self) -> (Vec<u8>, u64, u64, u64) {
+        let last = self.first + self.count as u64 - 1;
+        let out = (
+            std::mem::take(&mut self.buf),
+            last,
+            self.count as u64,
+            self.bytes as u64,
+        );
+        self.count = 0;
+        self.bytes = 0;
+        out
+    }
 }
 
 /// The most header bytes a message can have: an importer that finds fewer in the first slice
@@ -303,6 +402,30 @@ mod tests {
     }
 
     #[test]
+    fn batches_carry_consecutive_messages() {
+        let enc = Encoder::new(3, &contracts()[0]).unwrap();
+        let mut b = Batch::default();
+        b.push(&enc, 10, b"a");
+        let (one, last, n, _) = b.take();
+        let h = decode(&one).unwrap();
+        assert!(!h.batch);
+        assert_eq!((&one[h.len..], last, n), (&b"a"[..], 10, 1));
+        for (i, p) in [&b"x"[..], b"", b"zzz"].iter().enumerate() {
+            assert!(b.takes(20 + i as u64, p.len()));
+            b.push(&enc, 20 + i as u64, p);
+        }
+        assert!(!b.takes(30, 1), "a jump in sequence numbers ends a batch");
+        let (many, last, n, bytes) = b.take();
+        assert_eq!((last, n, bytes), (22, 3, 4));
+        let h = decode(&many).unwrap();
+        assert!(h.batch && h.seq == 20);
+        let got: Vec<_> = records(&many[h.len..]).collect();
+        assert_eq!(got, vec![Ok(&b"x"[..]), Ok(&b""[..]), Ok(&b"zzz"[..])]);
+        assert!(records(&many[h.len..many.len() - 1]).any(|r| r.is_err()));
+        assert!(!b.takes(0, BATCH_BYTES) || b.is_empty());
+    }
+
+    #[test]
     fn foreign_bytes_are_refused() {
         assert_eq!(decode(b"hello"), Err(WireError::Short { len: 5, need: 22 }));
         assert_eq!(decode(&[0u8; 40]), Err(WireError::Magic));
@@ -311,6 +434,7 @@ mod tests {
         assert_eq!(decode(&m), Err(WireError::Version(9)));
         m[2] = 1;
         m[3] = 1;
-        assert_eq!(decode(&m), Err(WireError::Flags(1)));
+        m[3] = 2;
+        assert_eq!(decode(&m), Err(WireError::Flags(2)));
     }
 }
