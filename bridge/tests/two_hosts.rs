@@ -413,7 +413,7 @@ fn messages_that_are_not_bridge_messages_are_counted_and_skipped() {
     until("host B's subscriber", || {
         publisher.matching_status().wait().unwrap().matching()
     });
-    // Garbage, then a bridge message too large for the topic, then a good one.
+    // Garbage, then a bridge message too large for the topic, then good ones.
     let contract = shmcast_zenoh::wire::WireContract {
         message: shmcast::MessageType::Bytes,
         max_message: 64,
@@ -424,12 +424,20 @@ fn messages_that_are_not_bridge_messages_are_counted_and_skipped() {
         .wait()
         .unwrap();
     publisher.put(enc.encode(0, &[7u8; 65])).wait().unwrap();
-    publisher.put(enc.encode(1, b"ok-message")).wait().unwrap();
-    let s = sub.recv_timeout(common::WATCHDOG).unwrap();
-    assert_eq!(&*s, b"ok-message");
-    drop(s);
-    until("the counters", || bridge_b.topic(0)["malformed"] == 2);
+    // A batch whose second record is cut short: the first is delivered, the rest skipped.
+    let mut batch = shmcast_zenoh::wire::Batch::default();
+    batch.push(&enc, 1, b"first-record");
+    batch.push(&enc, 2, b"cut-record");
+    let (mut cut, ..) = batch.take();
+    cut.pop();
+    publisher.put(cut).wait().unwrap();
+    publisher.put(enc.encode(3, b"ok-message")).wait().unwrap();
+    for want in [&b"first-record"[..], b"ok-message"] {
+        let s = sub.recv_timeout(common::WATCHDOG).unwrap();
+        assert_eq!(&*s, want);
+    }
+    until("the counters", || bridge_b.topic(0)["malformed"] == 3);
     bridge_b.wait_event("malformed");
     let stats = bridge_b.stop();
-    assert_eq!(stats[0]["messages"], 1);
+    assert_eq!(stats[0]["messages"], 2);
 }
