@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::error::{BenchError, Result, sys};
 use crate::options::{Options, Scenario};
 use crate::report::{self, Load};
-use crate::{backpressure, latency, limits, small, throughput};
+use crate::{backpressure, bridge, latency, limits, small, throughput};
 
 /// Runs the scenarios of `o`, prints the tables, writes the JSON and the charts.
 pub fn run(o: &Options) -> Result<()> {
@@ -39,6 +39,7 @@ pub fn run(o: &Options) -> Result<()> {
             Scenario::Latency => latency::run(o, limits.as_ref())?,
             Scenario::Small => small::run(o)?,
             Scenario::Backpressure => backpressure::run(o)?,
+            Scenario::Bridge => bridge::run(o)?,
         };
         println!("{}", section.text);
         if let Some(dir) = &o.svg {

@@ -26,10 +26,12 @@
 //! | 3 | [`limits`] | scenario: the machine's ceilings |
 //! | 4 | [`throughput`], [`small`], [`backpressure`] | scenarios over stream trials |
 //! | 4 | [`latency`] | scenario: paced timestamps to blocked listeners |
+//! | 4 | [`bridge`] | scenario: a topic through two Zenoh bridges against plain Zenoh |
 //! | 5 | [`comparison`] | a whole run: the scenarios in order, the tables, JSON and charts |
 #![deny(unsafe_code)]
 
 pub mod backpressure;
+pub mod bridge;
 pub mod comparison;
 pub mod error;
 pub mod fanout;

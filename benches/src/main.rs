@@ -11,6 +11,7 @@
 //! | [`latency`] | paced 8-byte timestamps to blocked listeners against socket transports |
 //! | [`small`](shmcast_bench::small) | 64-byte messages against unix-stream fan-out |
 //! | [`backpressure`](shmcast_bench::backpressure) | gating streams through 16 messages in flight |
+//! | [`bridge`] | a topic through two Zenoh bridges against plain Zenoh |
 //!
 //! [`comparison`] runs them in order and writes the output; the binary re-executes itself with
 //! a hidden `__child` role for every subscriber, listener or relay, dispatched here.
@@ -26,7 +27,7 @@ use std::process::ExitCode;
 
 use shmcast_bench::error::{BenchError, Result, exit_code};
 use shmcast_bench::options::{Options, USAGE};
-use shmcast_bench::{comparison, fanout, latency, limits, process};
+use shmcast_bench::{bridge, comparison, fanout, latency, limits, process};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -50,6 +51,7 @@ fn child_main(role: &str, args: &[String]) -> Result<()> {
         latency::LISTENER => latency::listener(args),
         latency::RELAY => latency::relay(args),
         limits::ROLE => limits::child(args),
+        bridge::ROLE => bridge::child(args),
         other => Err(BenchError::Usage(format!("unknown child role {other:?}"))),
     }
 }

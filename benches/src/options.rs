@@ -9,7 +9,7 @@ use crate::error::{BenchError, Result};
 pub const USAGE: &str = "\
 usage: shmcast-bench [SCENARIO...] [OPTIONS]
 
-scenarios (default: all five, in this order):
+scenarios (default: all six, in this order):
   limits       the machine's ceilings: copy/read/write bandwidth, eventfd and cache-line ping-pong
   throughput   large messages to N subscribers: memcpy, unix-stream, shmcast-gating, shmcast-lossy
   latency      paced 8-byte timestamps to blocked listeners: unix-relay, unix-dgram,
@@ -19,6 +19,8 @@ scenarios (default: all five, in this order):
                shmcast, shmcast-tokio, tokio-unix, tokio-broadcast
   backpressure gating streams through 16 messages in flight (64 B and 1 MiB, 1-3 subscribers, one
                slow): unix-stream, shmcast-gating
+  bridge       64-byte messages A -> bridge -> Zenoh TCP -> bridge -> B, rate and latency p50/p99:
+               shmcast-zenoh-bridge against plain zenoh between two processes
 
 options:
   --quick            smoke run: every scenario in a few seconds
@@ -46,17 +48,20 @@ pub enum Scenario {
     Small,
     /// Gating streams through small buffers.
     Backpressure,
+    /// A topic through two Zenoh bridges against plain Zenoh.
+    Bridge,
 }
 
 impl Scenario {
     /// Every scenario, in the order a default run takes them (limits first, so the others can be
     /// read against them).
-    pub const ALL: [Scenario; 5] = [
+    pub const ALL: [Scenario; 6] = [
         Scenario::Limits,
         Scenario::Throughput,
         Scenario::Latency,
         Scenario::Small,
         Scenario::Backpressure,
+        Scenario::Bridge,
     ];
 
     /// The scenario's name on the command line and in the JSON output.
@@ -67,6 +72,7 @@ impl Scenario {
             Scenario::Latency => "latency",
             Scenario::Small => "small",
             Scenario::Backpressure => "backpressure",
+            Scenario::Bridge => "bridge",
         }
     }
 }

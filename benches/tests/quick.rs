@@ -39,6 +39,7 @@ fn quick_run_covers_every_scenario() {
         "== latency",
         "== small",
         "== backpressure",
+        "== bridge",
         "vs unix-stream",
     ] {
         assert!(stdout.contains(heading), "no {heading:?} in:\n{stdout}");
@@ -53,7 +54,14 @@ fn quick_run_covers_every_scenario() {
             .find(|s| s["scenario"] == name)
             .unwrap_or_else(|| panic!("no {name} scenario in the JSON"))
     };
-    for name in ["limits", "throughput", "latency", "small", "backpressure"] {
+    for name in [
+        "limits",
+        "throughput",
+        "latency",
+        "small",
+        "backpressure",
+        "bridge",
+    ] {
         let s = find(name);
         assert!(s["params"].is_object(), "{name}: params");
         assert!(

@@ -3,11 +3,13 @@
 //! `list` shows every topic in the topic directory, live or stale; `stat` asks a publisher for
 //! its counters and one row per subscriber (mode, lag, parked or busy); `echo` prints messages;
 //! `pub` publishes lines of standard input or synthetic messages at a rate; `hz` measures a
-//! topic's rate; `clean` removes the sockets publishers that died left behind. Every read
+//! topic's rate; `clean` removes the sockets publishers that died left behind; `bridge` carries
+//! topics to and from other hosts over Zenoh. Every read
 //! command takes `--json`. Errors are one line naming the topic and the cause, with an exit code
 //! of their kind ([`exit`]).
 #![deny(unsafe_code)]
 
+mod bridge;
 mod clean;
 mod echo;
 mod exit;
@@ -64,6 +66,9 @@ enum Command {
     /// Remove sockets left by publishers that died (only sockets of ours that refuse
     /// connections).
     Clean(clean::Args),
+    /// Export local topics to Zenoh and import Zenoh keys into local topics, so a topic
+    /// reaches other hosts.
+    Bridge(bridge::Args),
 }
 
 /// Where topic names resolve, as `--dir` says (`None`: the environment decides).
@@ -103,6 +108,7 @@ fn main() -> ExitCode {
         Command::Pub(args) => publish::run(&place, args),
         Command::Hz(args) => hz::run(&place, args),
         Command::Clean(args) => clean::run(&place, args),
+        Command::Bridge(args) => bridge::run(&place, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

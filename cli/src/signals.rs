@@ -10,6 +10,8 @@
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
@@ -58,5 +60,23 @@ impl Blocked {
                 std::process::exit(128 + signal);
             })?;
         Ok(())
+    }
+
+    /// Starts the thread that, on a signal, stores it in the returned word (0 until then), for
+    /// a command that ends its own work cleanly (`bridge`).
+    pub fn flag_on_signal(self) -> io::Result<Arc<AtomicI32>> {
+        let flag = Arc::new(AtomicI32::new(0));
+        let seen = flag.clone();
+        std::thread::Builder::new()
+            .name("shmcast-signals".into())
+            .spawn(move || {
+                let set = self.0;
+                let mut signal: libc::c_int = 0;
+                // SAFETY: `set` is an initialised sigset_t and `signal` a live int.
+                if unsafe { libc::sigwait(&set, &mut signal) } == 0 {
+                    seen.store(signal, Ordering::Relaxed);
+                }
+            })?;
+        Ok(flag)
     }
 }

@@ -1,0 +1,215 @@
+//! [`Bridge`]: one Zenoh session, an export thread per exported topic and a Zenoh subscriber
+//! per imported one, with their counters; [`BridgeError`] when it cannot start.
+
+use std::fmt;
+use std::hash::{BuildHasher, Hasher, RandomState};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+use zenoh::Wait;
+
+use crate::config::{BridgeConfig, ConfigError, Direction, TopicConfig};
+use crate::event::{Event, Sink};
+use crate::export::Export;
+use crate::import::Import;
+use crate::session;
+use crate::stats::{Counters, TopicStats};
+
+/// Settings for a [`Bridge`] beyond its configuration.
+pub struct BridgeBuilder {
+    config: BridgeConfig,
+    sink: Sink,
+}
+
+impl BridgeBuilder {
+    /// Hands every [`Event`] to `sink` (default: dropped), from the bridge's threads.
+    pub fn on_event(mut self, sink: impl Fn(Event) + Send + Sync + 'static) -> BridgeBuilder {
+        self.sink = Arc::new(sink);
+        self
+    }
+
+    /// Validates the configuration, opens the Zenoh session and starts every topic.
+    pub fn start(self) -> Result<Bridge, BridgeError> {
+        Bridge::create(self)
+    }
+}
+
+/// A running bridge. Dropping it (or [`Bridge::stop`]) stops every topic and closes the
+/// session; imported topics end, so their local subscribers see the end of the stream.
+pub struct Bridge {
+    session: Option<zenoh::Session>,
+    id: u64,
+    stop: Arc<AtomicBool>,
+    exports: Vec<JoinHandle<()>>,
+    imports: Vec<zenoh::pubsub::Subscriber<()>>,
+    topics: Vec<(TopicConfig, String, Arc<Counters>)>,
+}
+
+impl fmt::Debug for Bridge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Bridge")
+            .field("id", &format_args!("{:016x}", self.id))
+            .field("topics", &self.topics.len())
+            .finish()
+    }
+}
+
+impl Bridge {
+    /// A bridge doing what `config` says.
+    pub fn builder(config: BridgeConfig) -> BridgeBuilder {
+        BridgeBuilder {
+            config,
+            sink: Arc::new(|_| {}),
+        }
+    }
+
+    /// Starts a bridge doing what `config` says, without events.
+    pub fn start(config: BridgeConfig) -> Result<Bridge, BridgeError> {
+        Bridge::builder(config).start()
+    }
+
+    fn create(b: BridgeBuilder) -> Result<Bridge, BridgeError> {
+        let config = b.config;
+        config.validate().map_err(BridgeError::Config)?;
+        let session = session::open(&config).map_err(BridgeError::Zenoh)?;
+        let mut bridge = Bridge {
+            session: None,
+            id: random_id(),
+            stop: Arc::new(AtomicBool::new(false)),
+            exports: Vec::new(),
+            imports: Vec::new(),
+            topics: Vec::new(),
+        };
+        for t in &config.topics {
+            let key = t.key_under(&config.prefix);
+            let counters = Arc::new(Counters::default());
+            let fail = |reason| BridgeError::Topic {
+                topic: t.topic.clone(),
+                direction: t.direction,
+                reason,
+            };
+            match t.direction {
+                Direction::Export => {
+                    let handle = Export {
+                        topic: t.clone(),
+                        key: key.clone(),
+                        directory: config.directory.clone(),
+                        origin: bridge.id,
+                        counters: counters.clone(),
+                        stop: bridge.stop.clone(),
+                        sink: b.sink.clone(),
+                    }
+                    .spawn(&session)
+                    .map_err(fail)?;
+                    bridge.exports.push(handle);
+                }
+                Direction::Import => {
+                    let sub = Import {
+                        topic: t.clone(),
+                        key: key.clone(),
+                        directory: config.directory.clone(),
+                        origin: bridge.id,
+                        counters: counters.clone(),
+                        sink: b.sink.clone(),
+                    }
+                    .spawn(&session)
+                    .map_err(fail)?;
+                    bridge.imports.push(sub);
+                }
+            }
+            bridge.topics.push((t.clone(), key, counters));
+        }
+        bridge.session = Some(session);
+        Ok(bridge)
+    }
+
+    /// This bridge's random id, carried in every message it exports.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// A snapshot of every topic's counters, in configuration order.
+    pub fn stats(&self) -> Vec<TopicStats> {
+        self.topics
+            .iter()
+            .map(|(t, key, c)| TopicStats::read(&t.topic, key, t.direction, t.reliability, c))
+            .collect()
+    }
+
+    /// Stops every topic and closes the Zenoh session.
+    pub fn stop(mut self) {
+        self.shut_down();
+    }
+
+    fn shut_down(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for sub in self.imports.drain(..) {
+            let _ = sub.undeclare().wait();
+        }
+        if let Some(session) = self.session.take() {
+            // Closing the session also ends a put blocked on a full queue.
+            let _ = session.close().wait();
+        }
+        for handle in self.exports.drain(..) {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        self.shut_down();
+    }
+}
+
+fn random_id() -> u64 {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(t.as_nanos());
+    }
+    h.finish()
+}
+
+/// Why a bridge could not start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BridgeError {
+    /// The configuration is refused.
+    Config(ConfigError),
+    /// The Zenoh session could not be opened (an endpoint in use or malformed, say).
+    Zenoh(String),
+    /// A topic could not start (its Zenoh declaration, or binding a configured import).
+    Topic {
+        /// The local topic.
+        topic: String,
+        /// Which way.
+        direction: Direction,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl fmt::Display for BridgeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BridgeError::Config(e) => write!(f, "configuration: {e}"),
+            BridgeError::Zenoh(e) => f.write_str(e),
+            BridgeError::Topic {
+                topic,
+                direction,
+                reason,
+            } => write!(f, "{direction} {topic}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for BridgeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BridgeError::Config(e) => Some(e),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! What a bridge tells its operator: one [`Event`] per change of state or first fault of a kind,
+//! handed to the sink given to [`BridgeBuilder::on_event`](crate::BridgeBuilder::on_event)
+//! (`shmcast bridge` prints each as one line on standard error).
+
+use std::fmt;
+use std::sync::Arc;
+
+/// One thing that happened to a bridged topic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// An export's local subscriber connected to its topic.
+    Connected {
+        /// The local topic.
+        topic: String,
+        /// The Zenoh key it is published on.
+        key: String,
+        /// The topic's contract, as the local publisher declared it.
+        contract: String,
+    },
+    /// An export's local publisher went away; the bridge waits for the next one.
+    PublisherGone {
+        /// The local topic.
+        topic: String,
+    },
+    /// An export's reliable subscriber was demoted to lossy by the local publisher's stall
+    /// bound: from now on losses are possible (and counted by the importer).
+    Demoted {
+        /// The local topic.
+        topic: String,
+    },
+    /// An import bound its local topic.
+    Bound {
+        /// The local topic.
+        topic: String,
+        /// The Zenoh key it imports.
+        key: String,
+        /// The contract it declares.
+        contract: String,
+    },
+    /// An import refused messages whose contract is not the local topic's (reported once per
+    /// remote contract).
+    ContractRefused {
+        /// The local topic.
+        topic: String,
+        /// The Zenoh key.
+        key: String,
+        /// What the remote messages carry.
+        remote: String,
+        /// What the local topic declares (or the configuration requires).
+        local: String,
+    },
+    /// An import skipped a Zenoh payload that is not a bridge message (reported once per
+    /// topic; every one is counted in `malformed`).
+    Malformed {
+        /// The local topic.
+        topic: String,
+        /// The Zenoh key.
+        key: String,
+        /// Why.
+        reason: String,
+    },
+    /// Something failed that the bridge retries (binding, connecting, putting).
+    Failed {
+        /// The local topic.
+        topic: String,
+        /// What failed.
+        reason: String,
+    },
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Event::Connected {
+                topic,
+                key,
+                contract,
+            } => write!(f, "export {topic} -> {key}: connected ({contract})"),
+            Event::PublisherGone { topic } => {
+                write!(
+                    f,
+                    "export {topic}: the local publisher is gone, waiting for the next"
+                )
+            }
+            Event::Demoted { topic } => write!(
+                f,
+                "export {topic}: demoted to lossy by the local publisher's stall bound"
+            ),
+            Event::Bound {
+                topic,
+                key,
+                contract,
+            } => write!(f, "import {key} -> {topic}: publishing ({contract})"),
+            Event::ContractRefused {
+                topic,
+                key,
+                remote,
+                local,
+            } => write!(
+                f,
+                "import {key} -> {topic}: contract mismatch, refused: the remote topic carries \
+                 {remote}; the local topic declares {local}"
+            ),
+            Event::Malformed { topic, key, reason } => {
+                write!(
+                    f,
+                    "import {key} -> {topic}: skipped a malformed message: {reason}"
+                )
+            }
+            Event::Failed { topic, reason } => write!(f, "{topic}: {reason}"),
+        }
+    }
+}
+
+/// Where events go.
+pub(crate) type Sink = Arc<dyn Fn(Event) + Send + Sync>;

@@ -1,0 +1,228 @@
+//! Export: a local subscriber of one topic, and a Zenoh publisher that puts every message it
+//! receives, header first ([`wire`](crate::wire)), on one thread per topic.
+//!
+//! * **Reliable**: the subscriber is gating and the Zenoh publisher blocks when its queue is
+//!   full, so the network's backpressure reaches the local publisher, which waits at most its
+//!   stall bound and then demotes the exporter to lossy ([`Event::Demoted`]). While no Zenoh
+//!   subscriber matches the key the exporter does not read, so nothing is put into the void.
+//! * **Lossy**: the subscriber is lossy and the Zenoh publisher drops what its queue cannot
+//!   take; a lag of the local ring is counted in `local_lagged`, and the sequence numbers let
+//!   the importer count every loss.
+//!
+//! Consecutive messages already waiting in the ring travel as one batch ([`wire`](crate::wire)):
+//! one Zenoh put, routed once, for many small messages. The exporter never waits to fill a
+//! batch: it puts what it gathered as soon as the ring is empty.
+//!
+//! The local publisher may come and go: the exporter connects again, from its newest message.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use shmcast::{ConnectError, Mode, RecvError, Subscriber};
+use zenoh::Wait;
+use zenoh::qos::CongestionControl;
+use zenoh::sample::Locality;
+
+use crate::config::{Reliability, TopicConfig};
+use crate::event::{Event, Sink};
+use crate::stats::Counters;
+use crate::wire::{Batch, Encoder, WireContract};
+
+/// How long one receive waits before the exporter looks at its stop flag again.
+const POLL: Duration = Duration::from_millis(50);
+/// How long one connection attempt waits for the local publisher.
+const CONNECT: Duration = Duration::from_millis(200);
+
+/// One exported topic, ready to run.
+pub(crate) struct Export {
+    pub topic: TopicConfig,
+    pub key: String,
+    pub directory: Option<PathBuf>,
+    pub origin: u64,
+    pub counters: Arc<Counters>,
+    pub stop: Arc<AtomicBool>,
+    pub sink: Sink,
+}
+
+impl Export {
+    /// Declares the Zenoh publisher and starts the export thread.
+    pub fn spawn(self, session: &zenoh::Session) -> Result<JoinHandle<()>, String> {
+        let congestion = match self.topic.reliability {
+            Reliability::Reliable => CongestionControl::Block,
+            Reliability::Lossy => CongestionControl::Drop,
+        };
+        // Not express: Zenoh batches messages that arrive while a batch is being sent, which
+        // is what carries a flat-out topic at the rate of the network rather than of syscalls.
+        let publisher = session
+            .declare_publisher(self.key.clone())
+            .congestion_control(congestion)
+            .express(false)
+            .allowed_destination(Locality::Remote)
+            .wait()
+            .map_err(|e| format!("declaring the Zenoh publisher on {}: {e}", self.key))?;
+        let matched = Arc::new(AtomicBool::new(false));
+        let flag = matched.clone();
+        let listener = publisher
+            .matching_listener()
+            .callback(move |m| flag.store(m.matching(), Ordering::Relaxed))
+            .wait()
+            .map_err(|e| format!("watching subscribers of {}: {e}", self.key))?;
+        std::thread::Builder::new()
+            .name(format!("export-{}", self.topic.topic))
+            .spawn(move || {
+                let _listener = listener;
+                self.run(&publisher, &matched);
+            })
+            .map_err(|e| format!("starting the export thread: {e}"))
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    fn run(&self, publisher: &zenoh::pubsub::Publisher<'static>, matched: &AtomicBool) {
+        let reliable = self.topic.reliability == Reliability::Reliable;
+        let mut connections = 0u64;
+        let mut reported_failure = false;
+        while !self.stopped() {
+            if reliable && !matched.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            }
+            let mut b = Subscriber::builder(self.topic.topic.clone())
+                .mode(if reliable { Mode::Gating } else { Mode::Lossy })
+                .connect_timeout(CONNECT);
+            if let Some(dir) = &self.directory {
+                b = b.directory(dir);
+            }
+            let mut sub = match b.connect() {
+                Ok(s) => s,
+                Err(ConnectError::NoPublisher { .. }) => continue,
+                Err(e) => {
+                    if !reported_failure {
+                        reported_failure = true;
+                        self.event(Event::Failed {
+                            topic: self.topic.topic.clone(),
+                            reason: format!("connecting: {e} (retrying)"),
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                    continue;
+                }
+            };
+            reported_failure = false;
+            if connections > 0 {
+                Counters::add(&self.counters.reconnects, 1);
+            }
+            connections += 1;
+            let contract = WireContract {
+                message: sub.contract().message.clone(),
+                max_message: sub.contract().max_message,
+            };
+            let Some(encoder) = Encoder::new(self.origin, &contract) else {
+                self.event(Event::Failed {
+                    topic: self.topic.topic.clone(),
+                    reason: format!("{contract} cannot travel (a name over 255 bytes?)"),
+                });
+                return;
+            };
+            self.event(Event::Connected {
+                topic: self.topic.topic.clone(),
+                key: self.key.clone(),
+                contract: contract.to_string(),
+            });
+            if self.pump(&mut sub, &encoder, publisher, matched) {
+                self.event(Event::PublisherGone {
+                    topic: self.topic.topic.clone(),
+                });
+            }
+        }
+    }
+
+    /// Bridges messages until the local publisher goes away (returns `true`) or the bridge
+    /// stops (`false`).
+    fn pump(
+        &self,
+        sub: &mut Subscriber,
+        encoder: &Encoder,
+        publisher: &zenoh::pubsub::Publisher<'static>,
+        matched: &AtomicBool,
+    ) -> bool {
+        let reliable = self.topic.reliability == Reliability::Reliable;
+        let mut batch = Batch::default();
+        while !self.stopped() {
+            if batch.is_empty() && reliable && !matched.load(Ordering::Relaxed) {
+                // Hold the ring rather than put into the void: the local publisher waits (up
+                // to its stall bound) until an importer is back.
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            }
+            // Block only with nothing gathered; otherwise take what is already there, and put
+            // the batch as soon as the ring is empty.
+            let got = if batch.is_empty() {
+                sub.recv_timeout(POLL)
+            } else {
+                sub.try_recv()
+            };
+            match got {
+                Ok(sample) => {
+                    if !batch.takes(sample.seq(), sample.len()) {
+                        self.put(publisher, &mut batch);
+                    }
+                    batch.push(encoder, sample.seq(), &sample);
+                }
+                Err(RecvError::Timeout | RecvError::Empty) => self.put(publisher, &mut batch),
+                Err(RecvError::Lagged(n)) => {
+                    self.put(publisher, &mut batch);
+                    Counters::add(&self.counters.local_lagged, n);
+                }
+                Err(RecvError::Demoted) => {
+                    self.put(publisher, &mut batch);
+                    Counters::add(&self.counters.demotions, 1);
+                    self.event(Event::Demoted {
+                        topic: self.topic.topic.clone(),
+                    });
+                }
+                Err(RecvError::Disconnected) => {
+                    self.put(publisher, &mut batch);
+                    return true;
+                }
+                Err(e) => {
+                    self.put(publisher, &mut batch);
+                    self.event(Event::Failed {
+                        topic: self.topic.topic.clone(),
+                        reason: format!("receiving: {e} (connecting again)"),
+                    });
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Puts what `batch` holds, if anything.
+    fn put(&self, publisher: &zenoh::pubsub::Publisher<'static>, batch: &mut Batch) {
+        if batch.is_empty() {
+            return;
+        }
+        let (message, last, n, bytes) = batch.take();
+        if let Err(e) = publisher.put(message).wait() {
+            self.event(Event::Failed {
+                topic: self.topic.topic.clone(),
+                reason: format!("putting on {}: {e}", self.key),
+            });
+            return;
+        }
+        let c = &self.counters;
+        Counters::add(&c.messages, n);
+        Counters::add(&c.bytes, bytes);
+        c.last_seq.store(last, Ordering::Relaxed);
+    }
+
+    fn event(&self, e: Event) {
+        (self.sink)(e);
+    }
+}

@@ -1,0 +1,336 @@
+//! Import: a Zenoh subscriber of one key whose callback republishes every message into a local
+//! topic, so local subscribers read it in place with the normal API.
+//!
+//! * The local topic declares the remote contract: from the configuration when it names both
+//!   the message type and the maximum (bound at start), else from the first message (bound
+//!   then; any configured part must agree). A message of any other contract is refused,
+//!   counted in `refused` and reported once per remote contract ([`Event::ContractRefused`]).
+//! * Sequence numbers are followed per key: a jump from `n` to `n + 1 + k` counts
+//!   `k` in `gaps` (and one `gap_event`); a step backwards is a restarted remote publisher,
+//!   counted in `resets`, and counting starts again there.
+//! * **Reliable**: a full local ring makes the callback wait (the local publisher's blocking
+//!   loan, bounded by its stall bound), which holds Zenoh's reception and so, through TCP, the
+//!   exporter's blocking put. **Lossy**: a full ring drops the message, counted in
+//!   `local_dropped`.
+//! * A batch ([`wire`](crate::wire)) is published as the messages it carries, in order, each
+//!   counted as if it had come alone.
+//! * A payload that is not a bridge message, or is larger than the topic's maximum, is counted
+//!   in `malformed` and skipped.
+//!
+//! The importer never hears its own session's publications (`Locality::Remote`) and a bridge
+//! never exports a topic it imports ([`BridgeConfig::validate`](crate::BridgeConfig::validate)).
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use shmcast::{LoanError, Publisher};
+use zenoh::Wait;
+use zenoh::bytes::ZBytes;
+use zenoh::sample::Locality;
+
+use crate::config::{Reliability, TopicConfig};
+use crate::event::{Event, Sink};
+use crate::stats::Counters;
+use crate::wire::{self, MAX_HEADER, WireContract};
+
+/// How long after a failed bind the importer tries again.
+const BIND_RETRY: Duration = Duration::from_secs(1);
+
+/// One imported topic.
+pub(crate) struct Import {
+    pub topic: TopicConfig,
+    pub key: String,
+    pub directory: Option<PathBuf>,
+    pub origin: u64,
+    pub counters: Arc<Counters>,
+    pub sink: Sink,
+}
+
+/// What the callback keeps between messages.
+struct State {
+    import: Import,
+    publisher: Option<Publisher>,
+    /// The encoded contract of `publisher`.
+    local: Vec<u8>,
+    /// The next sequence number expected. One key carries one topic, whichever bridge
+    /// exports it: a restarted exporter continues the local publisher's sequence, so what it
+    /// missed while it was down is a gap.
+    expected: Option<u64>,
+    /// Remote contracts already reported as refused.
+    refused: Vec<Vec<u8>>,
+    malformed_reported: bool,
+    bind_failed_at: Option<Instant>,
+}
+
+impl Import {
+    /// Binds the local topic if the configuration fixes its contract, then declares the Zenoh
+    /// subscriber.
+    pub fn spawn(self, session: &zenoh::Session) -> Result<zenoh::pubsub::Subscriber<()>, String> {
+        let key = self.key.clone();
+        let mut state = State {
+            import: self,
+            publisher: None,
+            local: Vec::new(),
+            expected: None,
+            refused: Vec::new(),
+            malformed_reported: false,
+            bind_failed_at: None,
+        };
+        if let (Some(message), Some(max)) =
+            (&state.import.topic.message, state.import.topic.max_message)
+        {
+            let contract = WireContract {
+                message: message.clone(),
+                max_message: max,
+            };
+            state.bind(&contract).map_err(|e| format!("binding: {e}"))?;
+        }
+        let state = Mutex::new(state);
+        session
+            .declare_subscriber(key.clone())
+            .allowed_origin(Locality::Remote)
+            .callback(move |sample| {
+                // One Zenoh session delivers one key's samples in order, so the lock is only
+                // ever contended when the bridge stops.
+                let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+                s.receive(sample.payload());
+            })
+            .wait()
+            .map_err(|e| format!("declaring the Zenoh subscriber on {key}: {e}"))
+    }
+}
+
+impl State {
+    fn event(&self, e: Event) {
+        (self.import.sink)(e);
+    }
+
+    fn bind(&mut self, contract: &WireContract) -> Result<(), String> {
+        let encoded = contract
+            .encode()
+            .ok_or_else(|| format!("{contract} cannot travel"))?;
+        let t = &self.import.topic;
+        let span = (contract.max_message as u64 + 32) * 2;
+        let capacity = t
+            .capacity
+            .unwrap_or_else(|| span.next_power_of_two().max(1 << 20));
+        let mut b = Publisher::builder(t.topic.clone())
+            .declare(contract.message.clone())
+            .max_message(contract.max_message as u64)
+            .capacity(capacity);
+        if let Some(dir) = &self.import.directory {
+            b = b.directory(dir);
+        }
+        let publisher = b.bind().map_err(|e| e.to_string())?;
+        self.publisher = Some(publisher);
+        self.local = encoded;
+        self.event(Event::Bound {
+            topic: t.topic.clone(),
+            key: self.import.key.clone(),
+            contract: contract.to_string(),
+        });
+        Ok(())
+    }
+
+    fn malformed(&mut self, reason: String) {
+        Counters::add(&self.import.counters.malformed, 1);
+        if !self.malformed_reported {
+            self.malformed_reported = true;
+            self.event(Event::Malformed {
+                topic: self.import.topic.topic.clone(),
+                key: self.import.key.clone(),
+                reason,
+            });
+        }
+    }
+
+    fn receive(&mut self, payload: &ZBytes) {
+        let mut slices = payload.slices();
+        let first = slices.next().unwrap_or_default();
+        // The header is nearly always inside the first slice; gather it otherwise.
+        let gathered;
+        let (header, rest_of_first, whole) = match wire::decode(first) {
+            Ok(h) => (h, &first[h.len..], false),
+            Err(_) if first.len() < MAX_HEADER && payload.len() > first.len() => {
+                gathered = payload.to_bytes();
+                match wire::decode(&gathered) {
+                    Ok(h) => (h, &gathered[h.len..], true),
+                    Err(e) => return self.malformed(e.to_string()),
+                }
+            }
+            Err(e) => return self.malformed(e.to_string()),
+        };
+        if header.origin == self.import.origin {
+            return;
+        }
+        if self.publisher.is_none() && !self.adopt(header.contract) {
+            return;
+        }
+        if header.contract != self.local.as_slice() {
+            return self.refuse(header.contract.to_vec());
+        }
+        if header.batch {
+            let owned;
+            let body: &[u8] = if whole || payload.slices().nth(1).is_none() {
+                rest_of_first
+            } else {
+                owned = payload.to_bytes();
+                &owned[header.len..]
+            };
+            for (i, record) in wire::records(body).enumerate() {
+                match record {
+                    Ok(r) => {
+                        let seq = header.seq.wrapping_add(i as u64);
+                        self.deliver(seq, r.len(), r, std::iter::empty(), true);
+                    }
+                    Err(e) => {
+                        self.malformed(format!("batch record {i}: {e}"));
+                        break;
+                    }
+                }
+            }
+            return;
+        }
+        let len = payload.len() - header.len;
+        self.deliver(header.seq, len, rest_of_first, slices, whole);
+    }
+
+    /// Publishes message `seq` of `len` bytes: `first`, then `slices` unless `whole`.
+    fn deliver<'a>(
+        &mut self,
+        seq: u64,
+        len: usize,
+        first: &[u8],
+        slices: impl Iterator<Item = &'a [u8]>,
+        whole: bool,
+    ) {
+        self.count_sequence(seq);
+        let lossy = self.import.topic.reliability == Reliability::Lossy;
+        let Some(publisher) = self.publisher.as_mut() else {
+            return;
+        };
+        let published = publish(publisher, len, lossy, first, slices, whole);
+        let c = &self.import.counters;
+        match published {
+            Ok(()) => {}
+            Err(None) => return Counters::add(&c.local_dropped, 1),
+            Err(Some(reason)) => return self.malformed(reason),
+        }
+        Counters::add(&c.messages, 1);
+        Counters::add(&c.bytes, len as u64);
+        c.last_seq.store(seq, Ordering::Relaxed);
+    }
+
+    /// Binds the local topic with the first remote contract; `false` if it cannot be.
+    fn adopt(&mut self, encoded: &[u8]) -> bool {
+        let remote = match WireContract::decode(encoded) {
+            Ok(c) => c,
+            Err(e) => {
+                self.malformed(e.to_string());
+                return false;
+            }
+        };
+        let t = &self.import.topic;
+        let agrees = t.message.as_ref().is_none_or(|m| *m == remote.message)
+            && t.max_message.is_none_or(|m| m == remote.max_message);
+        if !agrees {
+            let local = match (&t.message, t.max_message) {
+                (Some(m), Some(n)) => format!("{m}, messages up to {n} bytes"),
+                (Some(m), None) => m.to_string(),
+                (None, Some(n)) => format!("messages up to {n} bytes"),
+                (None, None) => "anything".into(),
+            };
+            self.refuse_as(encoded.to_vec(), remote, local);
+            return false;
+        }
+        if self
+            .bind_failed_at
+            .is_some_and(|at| at.elapsed() < BIND_RETRY)
+        {
+            Counters::add(&self.import.counters.local_dropped, 1);
+            return false;
+        }
+        if let Err(e) = self.bind(&remote) {
+            self.bind_failed_at = Some(Instant::now());
+            Counters::add(&self.import.counters.local_dropped, 1);
+            self.event(Event::Failed {
+                topic: self.import.topic.topic.clone(),
+                reason: format!("binding the local topic: {e} (retrying)"),
+            });
+            return false;
+        }
+        true
+    }
+
+    fn refuse(&mut self, encoded: Vec<u8>) {
+        match WireContract::decode(&encoded) {
+            Ok(remote) => {
+                let local = WireContract::decode(&self.local)
+                    .map(|c| c.to_string())
+                    .unwrap_or_default();
+                self.refuse_as(encoded, remote, local);
+            }
+            Err(e) => self.malformed(e.to_string()),
+        }
+    }
+
+    fn refuse_as(&mut self, encoded: Vec<u8>, remote: WireContract, local: String) {
+        Counters::add(&self.import.counters.refused, 1);
+        if !self.refused.contains(&encoded) {
+            self.refused.push(encoded);
+            self.event(Event::ContractRefused {
+                topic: self.import.topic.topic.clone(),
+                key: self.import.key.clone(),
+                remote: remote.to_string(),
+                local,
+            });
+        }
+    }
+
+    fn count_sequence(&mut self, seq: u64) {
+        let c = &self.import.counters;
+        match self.expected.replace(seq.wrapping_add(1)) {
+            Some(e) if seq > e => {
+                Counters::add(&c.gaps, seq - e);
+                Counters::add(&c.gap_events, 1);
+            }
+            Some(e) if seq < e => Counters::add(&c.resets, 1),
+            _ => {}
+        }
+    }
+}
+
+/// Copies one payload (`first`, then the rest of `slices` unless `whole` says `first` holds
+/// it all) into a loan of `len` bytes and publishes it. `Err(None)`: the ring was full (lossy)
+/// or stayed full; `Err(Some(why))`: the payload does not fit the topic.
+fn publish<'a>(
+    publisher: &mut Publisher,
+    len: usize,
+    lossy: bool,
+    first: &[u8],
+    slices: impl Iterator<Item = &'a [u8]>,
+    whole: bool,
+) -> Result<(), Option<String>> {
+    let loan = if lossy {
+        publisher.try_loan(len)
+    } else {
+        publisher.loan(len)
+    };
+    let mut loan = match loan {
+        Ok(l) => l,
+        Err(LoanError::Full | LoanError::Timeout) => return Err(None),
+        Err(e) => return Err(Some(format!("{len}-byte payload: {e}"))),
+    };
+    let mut at = first.len();
+    loan[..at].copy_from_slice(first);
+    if !whole {
+        for s in slices {
+            loan[at..at + s.len()].copy_from_slice(s);
+            at += s.len();
+        }
+    }
+    loan.publish();
+    Ok(())
+}

@@ -1,0 +1,55 @@
+//! shmcast topics across hosts, over Zenoh.
+//!
+//! A [`Bridge`] exports local topics to Zenoh and imports Zenoh key expressions into local
+//! topics, so that a topic reaches other hosts while local subscribers on each host keep
+//! reading in place with the normal [`shmcast`] API. Every message carries its sequence number
+//! and its topic's contract ([`wire`]): an importer declares the same contract locally, refuses
+//! messages of another, and counts every gap in the sequence ([`TopicStats`]). Per topic the
+//! user chooses [`Reliability::Reliable`] (nothing lost while the path exists; the network's
+//! backpressure reaches the local publisher, bounded by its stall bound) or
+//! [`Reliability::Lossy`] (the network never slows the local publisher; losses are counted).
+//! A bridge never re-exports what it imports ([`BridgeConfig::validate`]). The `shmcast bridge`
+//! command runs one from flags or a JSON file.
+//!
+//! ```no_run
+//! use shmcast_zenoh::{Bridge, BridgeConfig, Direction, TopicConfig};
+//!
+//! // Host A: export topic "ticks" on key shmcast/ticks, listening for host B.
+//! let mut config = BridgeConfig::default();
+//! config.listen.push("tcp/0.0.0.0:7447".into());
+//! config.topics.push(TopicConfig::new("ticks", Direction::Export));
+//! let bridge = Bridge::builder(config).on_event(|e| eprintln!("{e}")).start()?;
+//! for t in bridge.stats() {
+//!     println!("{}: {} messages", t.topic, t.messages);
+//! }
+//! # Ok::<(), shmcast_zenoh::BridgeError>(())
+//! ```
+//!
+//! # Modules
+//!
+//! | module | role |
+//! |---|---|
+//! | `config` | [`BridgeConfig`], [`TopicConfig`], their parsing and the loop checks |
+//! | `session` | the Zenoh session a configuration describes |
+//! | [`wire`] | the header of a bridged message: origin, sequence number, contract |
+//! | `export` | local subscriber → Zenoh publisher, one thread per topic |
+//! | `import` | Zenoh subscriber → local publisher |
+//! | `stats` | per-topic counters, [`TopicStats`] |
+//! | `event` | what a bridge reports, [`Event`] |
+//! | `bridge` | [`Bridge`], its builder, [`BridgeError`] |
+#![deny(unsafe_code)]
+#![deny(missing_docs)]
+
+mod bridge;
+mod config;
+mod event;
+mod export;
+mod import;
+mod session;
+mod stats;
+pub mod wire;
+
+pub use bridge::{Bridge, BridgeBuilder, BridgeError};
+pub use config::{BridgeConfig, ConfigError, Direction, Reliability, SessionMode, TopicConfig};
+pub use event::Event;
+pub use stats::TopicStats;

@@ -1,0 +1,443 @@
+//! Two "hosts" on this machine, each with its own topic directory and its own bridge process,
+//! connected over Zenoh TCP on 127.0.0.1 with scouting off: a publisher on host A, subscribers
+//! on host B.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{BridgeProc, check, dir, free_port, host, message, serial, until};
+use serde_json::{Value, json};
+use shmcast::{Publisher, RecvError, Start, Subscriber};
+
+#[test]
+fn role_entry() {
+    if common::role() {
+        std::process::exit(0);
+    }
+}
+
+/// Host A's bridge: exports `topic` with `options`, listening on `port`.
+fn exporter(a: &Path, port: u16, topic: &str, reliability: &str) -> BridgeProc {
+    BridgeProc::start(&json!({
+        "directory": dir(a),
+        "listen": [format!("tcp/127.0.0.1:{port}")],
+        "scouting": false,
+        "topics": [{"topic": topic, "direction": "export", "reliability": reliability}],
+    }))
+}
+
+/// Host B's bridge: imports `topic` (its fields as given), connecting to `port`.
+fn importer(b: &Path, port: u16, topic: Value) -> BridgeProc {
+    BridgeProc::start(&json!({
+        "directory": dir(b),
+        "connect": [format!("tcp/127.0.0.1:{port}")],
+        "scouting": false,
+        "topics": [topic],
+    }))
+}
+
+fn subscriber(dir: &Path, topic: &str) -> Subscriber {
+    Subscriber::builder(topic)
+        .directory(dir)
+        .start(Start::Oldest)
+        .connect_timeout(common::WATCHDOG)
+        .connect()
+        .unwrap()
+}
+
+#[test]
+fn reliable_delivers_every_message_in_order_byte_exact() {
+    let _serial = serial();
+    const N: u64 = 20_000;
+    let (a, b) = (host("reliable", "a"), host("reliable", "b"));
+    let port = free_port();
+    let bridge_b = importer(
+        &b,
+        port,
+        json!({"topic": "t", "direction": "import", "bytes": "", "max_message": 4096}),
+    );
+    let bb = b.clone();
+    let subs: Vec<_> = (0..2)
+        .map(|_| {
+            let mut sub = subscriber(&bb, "t");
+            std::thread::spawn(move || {
+                for want in 0..N {
+                    let s = sub.recv_timeout(common::WATCHDOG).unwrap();
+                    assert_eq!(check(&s), want);
+                }
+            })
+        })
+        .collect();
+    let bridge_a = exporter(&a, port, "t", "reliable");
+    let mut publisher = Publisher::builder("t")
+        .directory(&a)
+        .max_message(4096)
+        .stall_bound(None)
+        .bind()
+        .unwrap();
+    // The exporter connects only once host B's subscriber matches its key.
+    publisher.wait_for_subscribers(1, common::WATCHDOG).unwrap();
+    for i in 0..N {
+        publisher.send(&message(i)).unwrap();
+    }
+    for s in subs {
+        s.join().unwrap();
+    }
+    let a_stats = bridge_a.stop();
+    let b_stats = bridge_b.stop();
+    assert_eq!(a_stats[0]["messages"], N);
+    assert_eq!(a_stats[0]["demotions"], 0);
+    assert_eq!(b_stats[0]["messages"], N);
+    assert_eq!(b_stats[0]["gaps"], 0);
+    assert_eq!(b_stats[0]["malformed"], 0);
+}
+
+#[test]
+fn lossy_counts_every_gap_of_an_overloaded_importer() {
+    let _serial = serial();
+    const N: u64 = 100_000;
+    let (a, b) = (host("lossy", "a"), host("lossy", "b"));
+    let port = free_port();
+    // A small ring on host B and a slow gating reader there: the importer waits for space,
+    // Zenoh's reception stalls, and the exporter's dropping queue overflows.
+    let bridge_b = importer(
+        &b,
+        port,
+        json!({"topic": "t", "direction": "import", "bytes": "", "max_message": 4096,
+               "capacity": 65536}),
+    );
+    let mut sub = subscriber(&b, "t");
+    let reader = std::thread::spawn(move || {
+        let (mut first, mut last, mut count, mut lagged) = (None, 0u64, 0u64, 0u64);
+        loop {
+            match sub.recv_timeout(Duration::from_secs(3)) {
+                Ok(s) => {
+                    let i = check(&s);
+                    assert!(first.is_none() || i > last, "{i} after {last}");
+                    first.get_or_insert(i);
+                    last = i;
+                    count += 1;
+                    drop(s);
+                    if count % 16 == 0 {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+                Err(RecvError::Lagged(n)) => lagged += n,
+                Err(RecvError::Timeout) if first.is_some() => break,
+                Err(RecvError::Timeout) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        (first.unwrap(), last, count, lagged)
+    });
+    let bridge_a = exporter(&a, port, "t", "lossy");
+    let mut publisher = Publisher::builder("t")
+        .directory(&a)
+        .max_message(4096)
+        .bind()
+        .unwrap();
+    publisher.wait_for_subscribers(1, common::WATCHDOG).unwrap();
+    // Message `i` is the local topic's message of sequence number `i`. Warm up until the key
+    // is routed to host B, then flood.
+    let mut i = 0;
+    until("host B's first message", || {
+        publisher.send(&message(i)).unwrap();
+        i += 1;
+        std::thread::sleep(Duration::from_millis(20));
+        bridge_b.topic(0)["messages"].as_u64() > Some(0)
+    });
+    for i in i..i + N {
+        publisher.send(&message(i)).unwrap();
+    }
+    let (first, last, count, lagged) = reader.join().unwrap();
+    let b_stats = bridge_b.stop();
+    let a_stats = bridge_a.stop();
+    let t = &b_stats[0];
+    eprintln!("host A: {}", a_stats[0]);
+    eprintln!("host B: {t}");
+    let gaps = t["gaps"].as_u64().unwrap();
+    let last_seq = t["last_seq"].as_u64().unwrap();
+    assert!(
+        gaps > 0,
+        "an overloaded importer must have lost messages: {t}"
+    );
+    assert!(t["gap_events"].as_u64().unwrap() > 0);
+    assert_eq!(t["resets"], 0);
+    assert_eq!(t["messages"].as_u64().unwrap(), count + lagged);
+    assert!(last <= last_seq);
+    // Every message from the first host B saw to the last is received, or counted as missed
+    // on host B (lagged, dropped) or on the way (a gap).
+    let dropped = t["local_dropped"].as_u64().unwrap();
+    assert_eq!(
+        count + lagged + dropped + gaps,
+        last_seq - first + 1,
+        "first {first} last {last} received {count} lagged {lagged}: {t}"
+    );
+}
+
+#[test]
+fn bridges_killed_and_restarted_recover_without_cleanup() {
+    let _serial = serial();
+    let (a, b) = (host("restart", "a"), host("restart", "b"));
+    let port = free_port();
+    let import = json!({"topic": "t", "direction": "import", "bytes": "", "max_message": 4096});
+    let mut bridge_b = importer(&b, port, import.clone());
+    let mut bridge_a = exporter(&a, port, "t", "reliable");
+    let (tx, rx) = std::sync::mpsc::channel::<u64>();
+    let bb = b.clone();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop_sub = stop.clone();
+    // A subscriber on host B that connects again whenever its publisher (the importer) ends.
+    let reader = std::thread::spawn(move || {
+        let mut last = None;
+        while !stop_sub.load(std::sync::atomic::Ordering::Relaxed) {
+            let mut sub = Subscriber::builder("t")
+                .directory(&bb)
+                .connect_timeout(common::WATCHDOG)
+                .connect()
+                .unwrap();
+            loop {
+                match sub.recv_timeout(Duration::from_millis(200)) {
+                    Ok(s) => {
+                        let i = check(&s);
+                        assert!(last.is_none_or(|l| i > l), "{i} after {last:?}");
+                        last = Some(i);
+                        if tx.send(i).is_err() {
+                            return;
+                        }
+                    }
+                    Err(RecvError::Timeout)
+                        if stop_sub.load(std::sync::atomic::Ordering::Relaxed) =>
+                    {
+                        return;
+                    }
+                    Err(RecvError::Timeout | RecvError::Lagged(_)) => {}
+                    Err(RecvError::Disconnected) => break,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+    });
+    let aa = a.clone();
+    let stop_pub = stop.clone();
+    let writer = std::thread::spawn(move || {
+        let mut publisher = Publisher::builder("t")
+            .directory(&aa)
+            .max_message(4096)
+            .stall_bound(Some(Duration::from_millis(200)))
+            .bind()
+            .unwrap();
+        let mut i = 0;
+        while !stop_pub.load(std::sync::atomic::Ordering::Relaxed) {
+            publisher.send(&message(i)).unwrap();
+            i += 1;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    let mut seen = 0u64;
+    let mut more = |n: u64, what: &str| {
+        let target = seen + n;
+        let deadline = Instant::now() + common::WATCHDOG;
+        while seen < target {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "watchdog: {what}");
+            if rx.recv_timeout(left).is_ok() {
+                seen += 1;
+            }
+        }
+    };
+    more(100, "messages before any restart");
+    bridge_a.kill();
+    bridge_a = exporter(&a, port, "t", "reliable");
+    more(100, "messages after host A's bridge restarted");
+    bridge_b.kill();
+    bridge_b = importer(&b, port, import);
+    more(100, "messages after host B's bridge restarted");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    drop(rx);
+    reader.join().unwrap();
+    let b_stats = bridge_b.stop();
+    assert_eq!(b_stats[0]["malformed"], 0);
+    let a_stats = bridge_a.stop();
+    assert!(a_stats[0]["messages"].as_u64() > Some(0));
+}
+
+#[test]
+fn a_mismatched_contract_is_refused_with_a_clear_error() {
+    let _serial = serial();
+    let (a, b) = (host("contract", "a"), host("contract", "b"));
+    let port = free_port();
+    let bridge_b = importer(
+        &b,
+        port,
+        json!({"topic": "t", "direction": "import", "schema": "app.Quote@2",
+               "max_message": 4096}),
+    );
+    let mut sub = subscriber(&b, "t");
+    let bridge_a = exporter(&a, port, "t", "reliable");
+    let mut publisher = Publisher::builder("t")
+        .directory(&a)
+        .schema("app.Tick", 1)
+        .max_message(4096)
+        .bind()
+        .unwrap();
+    publisher.wait_for_subscribers(1, common::WATCHDOG).unwrap();
+    let line = {
+        let mut i = 0;
+        let mut found = None;
+        until("the importer's refusal", || {
+            publisher.send(&message(i)).unwrap();
+            i += 1;
+            std::thread::sleep(Duration::from_millis(10));
+            found = bridge_b
+                .events()
+                .into_iter()
+                .find(|l| l.contains("contract mismatch"));
+            found.is_some()
+        });
+        found.unwrap()
+    };
+    assert!(line.contains(r#"schema "app.Tick" version 1"#), "{line}");
+    assert!(line.contains(r#"schema "app.Quote" version 2"#), "{line}");
+    assert_eq!(
+        sub.recv_timeout(Duration::from_millis(300)).unwrap_err(),
+        RecvError::Timeout
+    );
+    let b_stats = bridge_b.stop();
+    assert_eq!(b_stats[0]["messages"], 0);
+    assert!(b_stats[0]["refused"].as_u64() > Some(0));
+    // Reported once, however many were refused.
+    drop(bridge_a);
+}
+
+#[test]
+fn an_import_adopts_the_first_contract_and_refuses_another() {
+    let _serial = serial();
+    let (a, b) = (host("adopt", "a"), host("adopt", "b"));
+    let port = free_port();
+    let bridge_b = importer(&b, port, json!({"topic": "t", "direction": "import"}));
+    let bridge_a = exporter(&a, port, "t", "reliable");
+    {
+        let mut publisher = Publisher::builder("t")
+            .directory(&a)
+            .schema("app.Tick", 1)
+            .max_message(512)
+            .bind()
+            .unwrap();
+        publisher.wait_for_subscribers(1, common::WATCHDOG).unwrap();
+        let mut i = 0;
+        until("host B's topic", || {
+            publisher.send(&message(i)).unwrap();
+            i += 1;
+            std::thread::sleep(Duration::from_millis(10));
+            bridge_b.events().iter().any(|l| l.contains("publishing"))
+        });
+        let sub = Subscriber::builder("t")
+            .directory(&b)
+            .expect_schema("app.Tick", 1)
+            .expect_max_message(512)
+            .connect()
+            .unwrap();
+        assert_eq!(sub.contract().max_message, 512);
+    }
+    // The publisher on host A restarts with another contract: host B refuses it.
+    bridge_a.wait_event("the local publisher is gone");
+    let mut publisher = Publisher::builder("t")
+        .directory(&a)
+        .schema("app.Tick", 2)
+        .max_message(512)
+        .bind()
+        .unwrap();
+    publisher.wait_for_subscribers(1, common::WATCHDOG).unwrap();
+    let mut i = 0;
+    until("the importer's refusal", || {
+        publisher.send(&message(i)).unwrap();
+        i += 1;
+        std::thread::sleep(Duration::from_millis(10));
+        bridge_b
+            .events()
+            .iter()
+            .any(|l| l.contains("contract mismatch") && l.contains("version 2"))
+    });
+}
+
+#[test]
+fn a_configuration_that_could_loop_does_not_start() {
+    let _serial = serial();
+    let b = host("loop", "b");
+    let both = BridgeProc::start(&json!({
+        "directory": dir(&b),
+        "topics": [
+            {"topic": "t", "direction": "import"},
+            {"topic": "t", "direction": "export", "key": "elsewhere/t"}],
+    }));
+    let line = both.wait_event("error");
+    assert!(line.contains("could loop"), "{line}");
+    assert_eq!(both.exit_code(), Some(1));
+    let own = BridgeProc::start(&json!({
+        "directory": dir(&b),
+        "topics": [
+            {"topic": "a", "direction": "export", "key": "k/x"},
+            {"topic": "b", "direction": "import", "key": "k/x"}],
+    }));
+    let line = own.wait_event("error");
+    assert!(line.contains("import its own exports"), "{line}");
+    assert_eq!(own.exit_code(), Some(1));
+}
+
+#[test]
+fn messages_that_are_not_bridge_messages_are_counted_and_skipped() {
+    use zenoh::Wait;
+    let _serial = serial();
+    let b = host("malformed", "b");
+    let port = free_port();
+    let bridge_b = importer(
+        &b,
+        port,
+        json!({"topic": "t", "direction": "import", "bytes": "", "max_message": 64}),
+    );
+    let mut sub = subscriber(&b, "t");
+    let mut config = zenoh::Config::default();
+    for (k, v) in [
+        ("listen/endpoints", format!(r#"["tcp/127.0.0.1:{port}"]"#)),
+        ("scouting/multicast/enabled", "false".into()),
+        ("scouting/gossip/enabled", "false".into()),
+    ] {
+        config.insert_json5(k, &v).unwrap();
+    }
+    let session = zenoh::open(config).wait().unwrap();
+    let publisher = session.declare_publisher("shmcast/t").wait().unwrap();
+    until("host B's subscriber", || {
+        publisher.matching_status().wait().unwrap().matching()
+    });
+    // Garbage, then a bridge message too large for the topic, then good ones.
+    let contract = shmcast_zenoh::wire::WireContract {
+        message: shmcast::MessageType::Bytes,
+        max_message: 64,
+    };
+    let enc = shmcast_zenoh::wire::Encoder::new(1, &contract).unwrap();
+    publisher
+        .put(b"not a bridge message".to_vec())
+        .wait()
+        .unwrap();
+    publisher.put(enc.encode(0, &[7u8; 65])).wait().unwrap();
+    // A batch whose second record is cut short: the first is delivered, the rest skipped.
+    let mut batch = shmcast_zenoh::wire::Batch::default();
+    batch.push(&enc, 1, b"first-record");
+    batch.push(&enc, 2, b"cut-record");
+    let (mut cut, ..) = batch.take();
+    cut.pop();
+    publisher.put(cut).wait().unwrap();
+    publisher.put(enc.encode(3, b"ok-message")).wait().unwrap();
+    for want in [&b"first-record"[..], b"ok-message"] {
+        let s = sub.recv_timeout(common::WATCHDOG).unwrap();
+        assert_eq!(&*s, want);
+    }
+    until("the counters", || bridge_b.topic(0)["malformed"] == 3);
+    bridge_b.wait_event("malformed");
+    let stats = bridge_b.stop();
+    assert_eq!(stats[0]["messages"], 2);
+}

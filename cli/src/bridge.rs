@@ -1,0 +1,153 @@
+//! `shmcast bridge`: export local topics to Zenoh and import Zenoh keys into local topics
+//! (`shmcast_zenoh::Bridge`), from flags or a JSON file (`--config`), until Ctrl-C or SIGTERM.
+//!
+//! Events (a topic connected, bound, a contract refused, a failure retried) go to standard
+//! error, one line each. Every `--stats` seconds, and once more when the bridge ends, each
+//! topic's counters (messages, gaps, refusals, drops) go to standard output as one JSON line.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use clap::ValueEnum;
+use shmcast_zenoh::{Bridge, BridgeConfig, Direction, SessionMode, TopicConfig};
+
+use crate::Place;
+use crate::exit::Failure;
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = TOPIC_SPEC)]
+pub struct Args {
+    /// Export a local topic to Zenoh (repeatable): TOPIC[,OPTION...], see below.
+    #[arg(long, value_name = "SPEC")]
+    export: Vec<String>,
+    /// Import a Zenoh key into a local topic (repeatable): TOPIC[,OPTION...], see below.
+    #[arg(long, value_name = "SPEC")]
+    import: Vec<String>,
+    /// A Zenoh endpoint to listen on, such as tcp/0.0.0.0:7447 (repeatable).
+    #[arg(long, value_name = "ENDPOINT")]
+    listen: Vec<String>,
+    /// A Zenoh endpoint to connect to, such as tcp/192.0.2.7:7447 (repeatable).
+    #[arg(long, value_name = "ENDPOINT")]
+    connect: Vec<String>,
+    /// Join Zenoh as a peer or as a client of a router (default: peer).
+    #[arg(long, value_enum, value_name = "MODE")]
+    mode: Option<Mode>,
+    /// Let Zenoh find peers by multicast and gossip scouting (default: only the endpoints).
+    #[arg(long)]
+    scouting: bool,
+    /// The key prefix of topics without a key= option (default: shmcast).
+    #[arg(long, value_name = "PREFIX")]
+    prefix: Option<String>,
+    /// A JSON configuration (session and topics); flags add topics and endpoints to it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print each topic's counters as JSON lines every this many seconds (0: only at the end).
+    #[arg(long, default_value_t = 0.0, value_name = "SECS")]
+    stats: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    /// A Zenoh peer.
+    Peer,
+    /// A client of a Zenoh router.
+    Client,
+}
+
+const TOPIC_SPEC: &str = "\
+Topic options (comma-separated after the topic name):
+  reliable              gating local subscriber, blocking Zenoh puts: nothing lost while the path
+                        exists; the local publisher waits for the network up to its stall bound
+                        (the default)
+  lossy                 never slows the local publisher; every loss is a counted gap
+  key=KEYEXPR           the Zenoh key (default: PREFIX/TOPIC)
+  schema=NAME@VERSION   import: the local topic declares this schema; other messages are refused
+  pod=NAME:SIZE:ALIGN   import: the local topic declares this Pod type
+  bytes                 import: the local topic declares plain bytes
+  max-message=BYTES     import: the local topic's largest message
+  capacity=BYTES        import: the local ring's size
+An import whose contract is not fully given adopts the first remote message's.";
+
+pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
+    let config = configuration(place, &args)?;
+    if config.topics.is_empty() {
+        return Err(Failure::usage(
+            "bridge: nothing to bridge: give --export, --import or --config with topics",
+        ));
+    }
+    // Before any thread exists, so that Zenoh's threads do not take the signals.
+    let signals = crate::signals::block().map_err(|e| Failure::other("bridge", e))?;
+    let bridge = Bridge::builder(config)
+        .on_event(|e| eprintln!("shmcast bridge: {e}"))
+        .start()
+        .map_err(|e| match e {
+            shmcast_zenoh::BridgeError::Config(c) => Failure::usage(format!("bridge: {c}")),
+            e => Failure::other("bridge", e),
+        })?;
+    let signal = signals
+        .flag_on_signal()
+        .map_err(|e| Failure::other("bridge", e))?;
+    eprintln!(
+        "shmcast bridge: running as {:016x} (Ctrl-C ends it)",
+        bridge.id()
+    );
+    let every = (args.stats > 0.0).then(|| Duration::from_secs_f64(args.stats));
+    let mut next = Instant::now();
+    while signal.load(Ordering::Relaxed) == 0 {
+        if let Some(every) = every
+            && Instant::now() >= next
+        {
+            print_stats(&bridge);
+            next += every;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    print_stats(&bridge);
+    bridge.stop();
+    Ok(())
+}
+
+fn print_stats(bridge: &Bridge) {
+    for t in bridge.stats() {
+        println!("{}", t.to_json());
+    }
+}
+
+fn configuration(place: &Place, args: &Args) -> Result<BridgeConfig, Failure> {
+    let mut config = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Failure::other(&path.display().to_string(), e))?;
+            BridgeConfig::from_json(&text)
+                .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?
+        }
+        None => BridgeConfig::default(),
+    };
+    if let Some(mode) = args.mode {
+        config.mode = match mode {
+            Mode::Peer => SessionMode::Peer,
+            Mode::Client => SessionMode::Client,
+        };
+    }
+    if let Some(prefix) = &args.prefix {
+        config.prefix = prefix.clone();
+    }
+    config.scouting |= args.scouting;
+    config.listen.extend(args.listen.iter().cloned());
+    config.connect.extend(args.connect.iter().cloned());
+    if let Some(dir) = &place.dir {
+        config.directory = Some(dir.clone());
+    }
+    for (specs, direction) in [
+        (&args.export, Direction::Export),
+        (&args.import, Direction::Import),
+    ] {
+        for spec in specs {
+            let t = TopicConfig::parse_spec(spec, direction)
+                .map_err(|e| Failure::usage(format!("--{direction} {spec}: {e}")))?;
+            config.topics.push(t);
+        }
+    }
+    Ok(config)
+}
