@@ -1,12 +1,14 @@
-//! Adaptive spinning: how long a publisher that found the ring full polls for space before it
-//! announces a wait and sleeps.
+//! Adaptive spinning: how long a waiter polls before it announces a wait and sleeps — a
+//! publisher that found the ring full polling for space, a subscriber blocked in a receive
+//! that found nothing polling for a message.
 //!
-//! A sleep costs a syscall on each side (the subscriber's doorbell, the publisher's wait) and a
-//! cross-CPU wake of 20–30 µs on the virtual machines we measure on; a gating subscriber that is
-//! about to release usually frees space within a few microseconds, and one that was asleep
-//! within one wake. So the publisher first polls the gating cursors for a while, and learns how
-//! long to: it starts with the whole limit; a spin that ended with space moves the budget
-//! towards twice what it took; one that ended without space halves it, down to none.
+//! A sleep costs a syscall on each side (the doorbell or `FUTEX_WAKE` that ends it, the sleep
+//! itself) and a cross-CPU wake of 20–30 µs on the virtual machines we measure on; a gating
+//! subscriber that is about to release usually frees space within a few microseconds, and a
+//! publisher that is about to commit fills an empty ring as soon. So the waiter first polls for
+//! a while, and learns how long to: it starts with the whole limit; a spin that ended with what
+//! it waited for moves the budget towards twice what it took; one that ended without it halves
+//! the budget, down to none.
 //!
 //! # Overload and failure
 //!
@@ -14,8 +16,11 @@
 //!   few waits: no busy core while nothing can progress. With no budget, one wait in
 //!   [`PROBE_EVERY`] spins for the whole limit to notice that the subscribers are back (a wait
 //!   for a stopped subscriber lasts until the stall bound, so this costs nothing measurable).
-//! * More runnable threads than cores (subscribers preempted by the spinning publisher) make
-//!   spins fail, which shrinks the budget the same way.
+//! * More runnable threads than cores (more spinners than free cores, or the thread that would
+//!   end the wait preempted by the spinner) make spins fail, which shrinks the budget the same
+//!   way. A spin that lost its CPU meanwhile (two clock reads more than [`PREEMPTED`] apart) is
+//!   a failure whatever it found: on a machine with no free core, spinning only takes the CPU
+//!   from the thread it waits for.
 //! * On a machine with one CPU the releasing subscriber cannot run while the publisher spins:
 //!   it never spins there.
 //! * A spin never exceeds the publisher's limit ([`MAX_SPIN`] unless set, 10 ms at most), so a
@@ -31,9 +36,13 @@ pub(crate) const MIN_SPIN: Duration = Duration::from_micros(2);
 pub(crate) const PROBE_EVERY: u32 = 32;
 /// Polls between two clock reads (a clock read costs about as much as a few polls).
 const POLLS_PER_CLOCK: u32 = 8;
+/// A gap between two clock reads of one spin longer than this means the spinner lost its CPU:
+/// [`POLLS_PER_CLOCK`] polls take well under a microsecond, a scheduler's time slice
+/// milliseconds.
+pub(crate) const PREEMPTED: Duration = Duration::from_micros(20);
 
 /// The learned budget of one waiter.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Spin {
     /// Current budget; zero: sleep at once (but see `since_probe`).
     budget: Duration,
@@ -81,23 +90,41 @@ impl Spin {
             self.budget
         };
         let start = Instant::now();
+        let mut last = start;
+        let mut preempted = false;
         let mut polls = 0u32;
         loop {
             if ready() {
-                let took = start.elapsed();
-                // Towards twice what it took, smoothed so one lucky spin does not set it.
-                self.budget = ((self.budget + took * 2) / 2).clamp(self.floor, self.limit);
+                // Not the gap since the last clock read: `ready` may have done the work it
+                // waited for (a subscriber's copy of a large message).
+                if preempted {
+                    self.shrink();
+                } else {
+                    // Towards twice what it took, smoothed so one lucky spin does not set it.
+                    let took = start.elapsed();
+                    self.budget = ((self.budget + took * 2) / 2).clamp(self.floor, self.limit);
+                }
                 return true;
             }
             polls += 1;
-            if polls % POLLS_PER_CLOCK == 0 && start.elapsed() >= budget {
-                self.budget /= 2;
-                if self.budget < self.floor {
-                    self.budget = Duration::ZERO;
+            if polls % POLLS_PER_CLOCK == 0 {
+                let now = Instant::now();
+                preempted |= now - last > PREEMPTED;
+                last = now;
+                if now - start >= budget {
+                    self.shrink();
+                    return false;
                 }
-                return false;
             }
             std::hint::spin_loop();
+        }
+    }
+
+    /// Halves the budget after a failed spin, to none below the floor.
+    fn shrink(&mut self) {
+        self.budget /= 2;
+        if self.budget < self.floor {
+            self.budget = Duration::ZERO;
         }
     }
 
