@@ -27,7 +27,8 @@ use std::time::{Duration, Instant};
 /// good costs the publisher one pause that a person notices, not a freeze.
 pub const DEFAULT_STALL_BOUND: Duration = Duration::from_secs(5);
 
-/// The default of [`PublisherBuilder::spin_limit`]: a few cross-CPU wakes.
+/// The default of [`PublisherBuilder::spin_limit`] and
+/// [`SubscriberBuilder::spin_limit`](crate::SubscriberBuilder::spin_limit): a few cross-CPU wakes.
 pub const DEFAULT_SPIN_LIMIT: Duration = spin::MAX_SPIN;
 
 /// Settings for a [`Publisher`].
