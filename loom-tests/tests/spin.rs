@@ -50,7 +50,7 @@ impl WordSleep {
 const POLLS: usize = 1;
 
 #[test]
-fn model6_both_sides_poll_then_sleep_no_lost_wakeup() {
+fn model8_both_sides_poll_then_sleep_no_lost_wakeup() {
     // Three 32-byte frames into 64 bytes.
     const LENS: [usize; 3] = [16, 16, 16];
     loom::model(|| {
