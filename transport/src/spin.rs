@@ -25,7 +25,8 @@
 //!   waiter looks how many threads the machine runs or could run (`/proc/loadavg`, at most once
 //!   per [`LOAD_CHECK_EVERY`]); with more than its CPUs, itself included, it sleeps at once,
 //!   budget untouched: a busy machine gives the CPU a spinner holds to a thread that needs it,
-//!   likely the one it waits for.
+//!   likely the one it waits for. The count is the whole machine's, so a process confined to
+//!   some of its CPUs spins less than it could, never more.
 //! * On a machine with one CPU the thread that ends the wait cannot run while the waiter spins:
 //!   it never spins there.
 //! * A spin never exceeds the publisher's limit ([`MAX_SPIN`] unless set, 10 ms at most), so a
