@@ -198,14 +198,17 @@ fn report(o: &Options, transports: &[Transport], outcomes: &[Vec<Vec<Outcome>>])
                 vs_unix.show(1.0, 2),
             ];
             #[cfg(feature = "iceoryx2")]
-            row.push(Summary::ratio(&r, &peer).show(1.0, 2));
+            let vs_peer = Summary::ratio(&r, &peer);
+            #[cfg(feature = "iceoryx2")]
+            row.push(vs_peer.show(1.0, 2));
             row.extend([
                 format!("{waits:.3}"),
                 format!("{syscalls:.3}"),
                 format!("{cpu:.0}"),
             ]);
             table.row(row);
-            results.push(json!({
+            #[allow(unused_mut)]
+            let mut result = json!({
                 "transport": t.name(),
                 "message_bytes": shape.size,
                 "subscribers": shape.subs,
@@ -218,7 +221,15 @@ fn report(o: &Options, transports: &[Transport], outcomes: &[Vec<Vec<Outcome>>])
                 "publisher_waits_per_msg": waits,
                 "publisher_syscalls_per_msg": syscalls,
                 "cpu_ns_per_msg": cpu,
-            }));
+                "raw_msgs_per_s": r,
+                "raw_publisher_waits": by_transport[i].iter().map(|x| x.publisher_waits).collect::<Vec<_>>(),
+                "raw_published": by_transport[i].iter().map(|x| x.published).collect::<Vec<_>>(),
+            });
+            #[cfg(feature = "iceoryx2")]
+            if !peer.is_empty() {
+                result["ratio_vs_iceoryx2"] = vs_peer.json(1.0);
+            }
+            results.push(result);
         }
     }
     text.push_str(&table.render());

@@ -31,13 +31,22 @@ pub fn ring_capacity(size: usize) -> u64 {
     ((size as u64 + 16).next_power_of_two() * 4).max(1 << 20)
 }
 
-/// The largest power-of-two shmcast ring that holds at most `frames` messages of `size` bytes
-/// (each frame is the message and a 16-byte header, rounded up to 16 bytes).
+/// The power-of-two shmcast ring closest to holding `frames` messages of `size` bytes (each
+/// frame is the message and a 16-byte header, rounded up to 16 bytes): the largest that holds
+/// at most `frames`, unless it holds fewer than `frames - 1`; then the smallest that holds at
+/// least `frames`. Power-of-two messages fill a power-of-two ring one frame short (16 MiB hold
+/// 15 frames of 1 MiB); smaller ones would lose more (1 KiB holds 12 frames of 64 B, so 64 B
+/// messages get 2 KiB, 25 frames).
 pub fn ring_holding(size: usize, frames: usize) -> u64 {
     let frame = (size as u64 + 16).next_multiple_of(16);
     let most = frame * frames as u64;
     // The largest power of two not above `most`.
-    1 << (63 - most.leading_zeros())
+    let below = 1 << (63 - most.leading_zeros());
+    if below / frame + 1 >= frames as u64 {
+        below
+    } else {
+        most.next_power_of_two()
+    }
 }
 
 /// Waits until the publisher has admitted `n` subscribers.
@@ -69,5 +78,22 @@ pub fn stalled(transport: &str) -> BenchError {
     BenchError::Child {
         who: format!("{transport} subscriber"),
         what: format!("no message for {STALL:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ring_holding;
+
+    #[test]
+    fn rings_hold_about_the_frames_asked_for() {
+        assert_eq!(ring_holding(64, 16), 2 << 10, "1 KiB would hold 12 frames");
+        assert_eq!(ring_holding(1 << 20, 16), 16 << 20, "15 frames: one short");
+        assert_eq!(ring_holding(1 << 20, 64), 64 << 20);
+        assert_eq!(
+            ring_holding(48, 16),
+            1 << 10,
+            "exactly 16 frames of 64 bytes"
+        );
     }
 }

@@ -369,8 +369,9 @@ typedef struct shmcast_subscriber_options {
      */
     uint32_t handshake_timeout_ms;
     /**
-     * How many times a waiting receive polls before it blocks. Default 0. Only worth it with
-     * fewer spinning subscribers than idle cores.
+     * How many times a waiting receive polls before it blocks, on top of its adaptive poll
+     * (up to 50 µs, and only while the machine has a core free). Default 0. Only worth it
+     * with fewer spinning subscribers than idle cores.
      */
     uint32_t spin;
     /**
@@ -662,7 +663,8 @@ int shmcast_publisher_options_init(struct shmcast_publisher_options *opts);
 
 /**
  * Fills `opts` with the defaults: gating, start at the newest message, fail at once if no
- * publisher exists, 5 s handshake timeout, no spinning.
+ * publisher exists, 5 s handshake timeout, no fixed spinning (a blocking receive still polls
+ * for up to 50 µs before it sleeps, while the machine has a core free).
  *
  * Returns 0, or `SHMCAST_EINVAL` if `opts` is `NULL`. Never blocks. Thread-safe.
  *

@@ -149,8 +149,9 @@ pub struct shmcast_subscriber_options {
     pub connect_timeout_ms: i32,
     /// Milliseconds the publisher may take to answer the handshake (at least 1). Default: 5000.
     pub handshake_timeout_ms: u32,
-    /// How many times a waiting receive polls before it blocks. Default 0. Only worth it with
-    /// fewer spinning subscribers than idle cores.
+    /// How many times a waiting receive polls before it blocks, on top of its adaptive poll
+    /// (up to 50 µs, and only while the machine has a core free). Default 0. Only worth it
+    /// with fewer spinning subscribers than idle cores.
     pub spin: u32,
     /// Which publishers to trust, checked against the credentials of the process serving the
     /// socket before anything is sent to it: `SHMCAST_ADMIT_SAME_UID` (default: our own uid),
@@ -424,7 +425,8 @@ pub unsafe extern "C" fn shmcast_publisher_options_init(
 }
 
 /// Fills `opts` with the defaults: gating, start at the newest message, fail at once if no
-/// publisher exists, 5 s handshake timeout, no spinning.
+/// publisher exists, 5 s handshake timeout, no fixed spinning (a blocking receive still polls
+/// for up to 50 µs before it sleeps, while the machine has a core free).
 ///
 /// Returns 0, or `SHMCAST_EINVAL` if `opts` is `NULL`. Never blocks. Thread-safe.
 ///

@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 
 pub use crate::full_wait::DEFAULT_STALL_BOUND;
 
-/// The default of [`PublisherBuilder::spin_limit`]: a few cross-CPU wakes.
+/// The default of [`PublisherBuilder::spin_limit`] and
+/// [`SubscriberBuilder::spin_limit`](crate::SubscriberBuilder::spin_limit): a few cross-CPU wakes.
 pub const DEFAULT_SPIN_LIMIT: Duration = spin::MAX_SPIN;
 
 /// Settings for a [`Publisher`].

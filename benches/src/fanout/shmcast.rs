@@ -92,6 +92,12 @@ pub(super) fn subscribe(
         .mode(mode)
         .resume(resume)
         .spin(if wait == Wait::Busy { u32::MAX } else { 0 })
+        // `shmcast-sleep` measures waits without spinning on either side.
+        .spin_limit(if transport == Transport::ShmcastSleep {
+            Duration::ZERO
+        } else {
+            shmcast::DEFAULT_SPIN_LIMIT
+        })
         .connect_timeout(STARTUP)
         .connect()
         .map_err(failed("connecting a shmcast subscriber"))?;

@@ -17,8 +17,9 @@ pub enum Transport {
     /// shmcast, lossy subscribers resuming half a ring behind the publisher after a lag (the
     /// default policy).
     ShmcastLossy,
-    /// shmcast, gating subscribers, a publisher that sleeps at once when the ring is full
-    /// (`spin_limit(0)`): what the adaptive spin saves.
+    /// shmcast, gating subscribers, no spinning (`spin_limit(0)` on both sides): a publisher
+    /// that sleeps at once when the ring is full, subscribers that park at once when it is
+    /// empty. What the adaptive spins save.
     ShmcastSleep,
     /// shmcast, lossy subscribers resuming with the newest message.
     ShmcastLossyNewest,

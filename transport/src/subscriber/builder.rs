@@ -18,6 +18,7 @@ pub struct SubscriberBuilder {
     pub(super) mode: Mode,
     pub(super) start: Start,
     pub(super) spin: u32,
+    pub(super) spin_limit: Duration,
     pub(super) connect_timeout: Option<Duration>,
     pub(super) handshake_timeout: Duration,
     pub(super) publisher: Admission,
@@ -27,14 +28,16 @@ pub struct SubscriberBuilder {
 }
 
 impl SubscriberBuilder {
-    /// Defaults: gating, start at the newest message, no spinning, fail at once if no publisher
-    /// exists, 5 s handshake timeout, trust only a publisher of our own uid.
+    /// Defaults: gating, start at the newest message, no fixed spinning, adaptive spinning up
+    /// to [`DEFAULT_SPIN_LIMIT`](crate::DEFAULT_SPIN_LIMIT) in blocking receives, fail at once
+    /// if no publisher exists, 5 s handshake timeout, trust only a publisher of our own uid.
     pub fn new(topic: impl Into<String>) -> Self {
         SubscriberBuilder {
             topic: topic.into(),
             mode: Mode::Gating,
             start: Start::Newest,
             spin: 0,
+            spin_limit: crate::DEFAULT_SPIN_LIMIT,
             connect_timeout: None,
             handshake_timeout: Duration::from_secs(5),
             publisher: Admission::SameUid,
@@ -80,10 +83,24 @@ impl SubscriberBuilder {
         self
     }
 
-    /// How many times a blocking receive polls before parking. Only worth it with fewer
-    /// spinning subscribers than idle cores.
+    /// How many times a blocking receive polls before parking, whatever happened before. Only
+    /// worth it with fewer spinning subscribers than idle cores.
     pub fn spin(mut self, polls: u32) -> Self {
         self.spin = polls;
+        self
+    }
+
+    /// The longest a blocking receive (`recv`, `recv_timeout`, `recv_into`) that found nothing
+    /// polls for a message before it parks (default
+    /// [`DEFAULT_SPIN_LIMIT`](crate::DEFAULT_SPIN_LIMIT), 50 µs; `Duration::ZERO`: park at
+    /// once). Within this limit the subscriber learns how long to poll from its last waits, and
+    /// stops polling while no message comes in time (a stopped or slow publisher) or while it
+    /// loses its CPU as it polls (more runnable threads than cores); it never polls on a
+    /// single-CPU machine. Polling saves the park, the publisher's `FUTEX_WAKE` and a cross-CPU
+    /// wake when the publisher is about to commit. `try_recv` never polls: an event loop has
+    /// other work. A timed receive may end up to this much past its timeout.
+    pub fn spin_limit(mut self, limit: Duration) -> Self {
+        self.spin_limit = limit;
         self
     }
 

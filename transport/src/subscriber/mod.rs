@@ -15,6 +15,7 @@ use crate::deadline;
 use crate::error::{ConnectError, PodError, RecvError};
 use crate::handshake::Hello;
 use crate::readiness::Readiness;
+use crate::spin::Spin;
 use crate::sys;
 use crate::topic;
 use crate::wake::{self, Slept};
@@ -90,6 +91,8 @@ pub struct Subscriber {
     stuck: u32,
     buf: Vec<u8>,
     spin: u32,
+    /// How long a blocking receive polls before it parks, learned from its last waits.
+    recv_spin: Spin,
     demotion_reported: bool,
     parks: u64,
     /// What the publisher declared the topic carries.
@@ -156,6 +159,7 @@ impl Subscriber {
             stuck: 0,
             buf: Vec::new(),
             spin: b.spin,
+            recv_spin: Spin::new(b.spin_limit),
             demotion_reported: false,
             parks: 0,
             contract,
@@ -355,6 +359,24 @@ impl Subscriber {
                 std::hint::spin_loop();
                 if let Some(got) = next(self)? {
                     return Ok(got);
+                }
+            }
+            // A publisher about to commit usually does so within microseconds: poll for it
+            // before parking (see `spin` for the budget and when it is none). A zero timeout
+            // asks for no wait at all, and nothing commits once the publisher is gone.
+            if timeout != Some(Duration::ZERO) && !self.gone {
+                let mut spin = self.recv_spin;
+                let mut found = None;
+                spin.spin(|| match next(self) {
+                    Ok(None) => false,
+                    got => {
+                        found = Some(got);
+                        true
+                    }
+                });
+                self.recv_spin = spin;
+                if let Some(got) = found.transpose()?.flatten() {
+                    return Ok(self.sample(got));
                 }
             }
             let timeout = match timeout {

@@ -13,7 +13,7 @@
 //! | [`futex`] | sleeping on and waking a shared word |
 //! | [`net`] | unix `SOCK_SEQPACKET` sockets, their options, peer credentials |
 //! | [`packet`] | sending and receiving packets, with descriptors (`SCM_RIGHTS`) or without |
-//! | [`process`] | descriptor limits and counts, the uid |
+//! | [`process`] | descriptor limits and counts, the uid, the machine's runnable threads |
 //!
 //! # Failure
 //!

@@ -552,3 +552,10 @@ fn peer_cred_of_unconnected_socket_has_no_pid() {
     let cred = peer_cred(sock.as_fd()).unwrap();
     assert_eq!(cred.pid, None);
 }
+
+#[test]
+fn runnable_threads_counts_at_least_the_caller() {
+    // The caller is running while it reads the count, so a parsed count is never zero.
+    let n = runnable_threads().expect("/proc/loadavg is readable and parses");
+    assert!(n >= 1, "{n} runnable threads, the caller included");
+}
