@@ -376,7 +376,7 @@ impl Subscriber {
                 });
                 self.recv_spin = spin;
                 if let Some(got) = found.transpose()?.flatten() {
-                    return Ok(self.sample(got));
+                    return Ok(got);
                 }
             }
             let timeout = match timeout {
