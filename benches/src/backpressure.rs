@@ -1,8 +1,9 @@
 //! `backpressure`: gating streams whose consumers are the bottleneck, through small buffers, so
 //! that the publisher waits for space all the time. Each transport holds [`IN_FLIGHT`] messages
-//! per subscriber (shmcast: the largest power-of-two ring of at most that many frames; iceoryx2,
-//! with `--features iceoryx2`: a lossless service, `RetryUntilDelivered`, subscriber buffer of
-//! that size); `unix-stream` keeps its socket buffers. In the configurations with several
+//! per subscriber (shmcast: the power-of-two ring closest to that many frames), except iceoryx2
+//! (with `--features iceoryx2`: a lossless service, `RetryUntilDelivered`), whose subscriber
+//! buffer holds half as many ([`ICEORYX2_BUFFER`]: 8, the reference configuration the targets
+//! name); `unix-stream` keeps its socket buffers. In the configurations with several
 //! subscribers the last one spends extra time on each message, slower than the publisher.
 //! One configuration repeats 1 MiB to 2 subscribers with a ring four times larger, to show
 //! whether a ring that stays in the cache is as fast as a large one.
@@ -22,6 +23,20 @@ use crate::table::Table;
 
 /// Messages in flight per subscriber, as in a user's memory-bounded configuration.
 pub const IN_FLIGHT: usize = 16;
+
+/// iceoryx2's subscriber buffer in the shapes of [`IN_FLIGHT`] messages (twice as many for the
+/// shape with a ring four times larger): the lossless configuration the targets are stated
+/// against (buffer 8).
+pub const ICEORYX2_BUFFER: usize = 8;
+
+/// Messages in flight that `t` gets in `shape`.
+fn in_flight_of(t: Transport, shape: &Shape) -> usize {
+    match t {
+        #[cfg(feature = "iceoryx2")]
+        Transport::Iceoryx2 => shape.in_flight * ICEORYX2_BUFFER / IN_FLIGHT,
+        _ => shape.in_flight,
+    }
+}
 
 /// One configuration: message size, subscribers, extra work of the last one (ns per message),
 /// messages in flight.
@@ -125,7 +140,7 @@ pub fn run(o: &Options) -> Result<Section> {
         for (k, shape) in SHAPES.iter().enumerate() {
             for t in rotated(&transports, rep + k) {
                 let outcome = fanout::run(Trial {
-                    in_flight: Some(shape.in_flight),
+                    in_flight: Some(in_flight_of(t, shape)),
                     slow_ns: shape.slow_ns,
                     ..Trial::new(t, shape.subs, shape.size, o.duration, Wait::Event)
                 })?;
@@ -159,8 +174,8 @@ fn per_message(outcomes: &[Outcome]) -> (f64, f64, f64) {
 
 fn report(o: &Options, transports: &[Transport], outcomes: &[Vec<Vec<Outcome>>]) -> Section {
     let mut text = format!(
-        "== backpressure: gating subscribers through {IN_FLIGHT} messages in flight, {} ms per \
-         trial, median (min..max) of {} repetition(s)\n\n",
+        "== backpressure: gating subscribers through {IN_FLIGHT} messages in flight (iceoryx2: a \
+         buffer of {ICEORYX2_BUFFER}), {} ms per trial, median (min..max) of {} repetition(s)\n\n",
         o.duration.as_millis(),
         o.reps
     );
@@ -243,6 +258,7 @@ fn report(o: &Options, transports: &[Transport], outcomes: &[Vec<Vec<Outcome>>])
             "scenario": "backpressure",
             "params": {
                 "in_flight": IN_FLIGHT,
+                "iceoryx2_buffer": ICEORYX2_BUFFER,
                 "configs": SHAPES.iter().map(|s| json!({
                     "message_bytes": s.size,
                     "subscribers": s.subs,
