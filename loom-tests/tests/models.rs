@@ -11,12 +11,12 @@
 
 mod support;
 
-use loom::sync::atomic::{AtomicU32, Ordering};
-use loom::sync::{Arc, Condvar, Mutex, Notify};
+use loom::sync::{Arc, Mutex, Notify};
 use loom::thread;
 use shmcast_core::{
     CONTROL_BLOCK_LEN, Mode, ReadError, Reader, Region, ReserveError, RingConfig, Start, Writer,
 };
+use support::WordSleep;
 
 /// The smallest ring: 64 data bytes, payloads up to 16 bytes.
 fn ring<A>() -> Writer<A> {
@@ -226,28 +226,6 @@ fn model3a_reader_park_no_lost_wakeup() {
     });
 }
 
-/// A sleep on the ring's wake word, as the transport's futex provides it and as far as the
-/// protocol relies on it: `wait` sleeps only if the word still holds the expected value, checked
-/// atomically with respect to `wake_all`.
-struct WordSleep {
-    lock: Mutex<()>,
-    cv: Condvar,
-}
-
-impl WordSleep {
-    fn wait(&self, word: &AtomicU32, expected: u32) {
-        let guard = self.lock.lock().unwrap();
-        if word.load(Ordering::Relaxed) == expected {
-            drop(self.cv.wait(guard).unwrap());
-        }
-    }
-
-    fn wake_all(&self) {
-        let _guard = self.lock.lock().unwrap();
-        self.cv.notify_all();
-    }
-}
-
 #[test]
 fn model3c_wake_word_park_no_lost_wakeup() {
     // As model 3a, with the reader asleep on the ring's wake word (what `recv` does) instead of
@@ -255,10 +233,7 @@ fn model3c_wake_word_park_no_lost_wakeup() {
     const LENS: [usize; 2] = [8, 8];
     loom::model(|| {
         let mut w = ring::<()>();
-        let sleep = Arc::new(WordSleep {
-            lock: Mutex::new(()),
-            cv: Condvar::new(),
-        });
+        let sleep = Arc::new(WordSleep::new());
         let done = notify();
         let mut r = join(&mut w, Mode::Gating, Start::Newest, ());
         let (sleep2, done2) = (sleep.clone(), done.clone());

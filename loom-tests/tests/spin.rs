@@ -13,37 +13,18 @@
 //! release. A lost wakeup leaves a side asleep, which loom reports as a deadlock.
 #![cfg(shmcast_loom)]
 
-use loom::sync::atomic::{AtomicU32, Ordering};
-use loom::sync::{Arc, Condvar, Mutex, Notify};
+mod support;
+
+use loom::sync::{Arc, Notify};
 use loom::thread;
 use shmcast_core::{
     CONTROL_BLOCK_LEN, Mode, ReadError, Reader, Region, ReserveError, RingConfig, Start, Writer,
 };
+use support::WordSleep;
 
 /// Message `seq`: `len` bytes, each equal to `seq + 1`.
 fn msg(seq: u64, len: usize) -> Vec<u8> {
     vec![seq as u8 + 1; len]
-}
-
-/// A sleep on the ring's wake word as the transport's futex provides it: `wait` sleeps only if
-/// the word still holds the expected value, checked atomically with respect to `wake_all`.
-struct WordSleep {
-    lock: Mutex<()>,
-    cv: Condvar,
-}
-
-impl WordSleep {
-    fn wait(&self, word: &AtomicU32, expected: u32) {
-        let guard = self.lock.lock().unwrap();
-        if word.load(Ordering::Relaxed) == expected {
-            drop(self.cv.wait(guard).unwrap());
-        }
-    }
-
-    fn wake_all(&self) {
-        let _guard = self.lock.lock().unwrap();
-        self.cv.notify_all();
-    }
 }
 
 /// The polls of a spin: a bounded stand-in for the transport's time budget (loom has no clock).
@@ -60,10 +41,7 @@ fn model8_both_sides_poll_then_sleep_no_lost_wakeup() {
         w.admit(cb.clone(), Mode::Gating, Start::Newest, ())
             .unwrap();
         let mut r = Reader::attach(w.ring().clone(), cb).unwrap();
-        let words = Arc::new(WordSleep {
-            lock: Mutex::new(()),
-            cv: Condvar::new(),
-        });
+        let words = Arc::new(WordSleep::new());
         let space = Arc::new(Notify::new());
         let (words2, space2) = (words.clone(), space.clone());
 

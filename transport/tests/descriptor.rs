@@ -253,43 +253,35 @@ fn level_triggered_epoll_one_receive_per_wakeup() {
     });
 }
 
-#[test]
-fn level_triggered_epoll_until_empty() {
-    against_publisher("lt-drain", 0, Start::Newest, |mut sub| {
-        let ep = Epoll::new(sub.as_raw_fd(), false);
-        let mut s = Stream::new(COUNT);
-        'stream: loop {
-            if !ep.wait() {
-                s.hung("level-triggered, until Empty");
-            }
-            loop {
-                match s.take(sub.try_recv()) {
-                    Outcome::Message => {}
-                    Outcome::Empty => break,
-                    Outcome::End => break 'stream,
-                }
+/// Waits for readiness first, then receives until `Empty`, until the end of the stream.
+fn readiness_first_until_empty(mut sub: Subscriber, edge: bool, idiom: &str) {
+    let ep = Epoll::new(sub.as_raw_fd(), edge);
+    let mut s = Stream::new(COUNT);
+    'stream: loop {
+        if !ep.wait() {
+            s.hung(idiom);
+        }
+        loop {
+            match s.take(sub.try_recv()) {
+                Outcome::Message => {}
+                Outcome::Empty => break,
+                Outcome::End => break 'stream,
             }
         }
+    }
+}
+
+#[test]
+fn level_triggered_epoll_until_empty() {
+    against_publisher("lt-drain", 0, Start::Newest, |sub| {
+        readiness_first_until_empty(sub, false, "level-triggered, until Empty")
     });
 }
 
 #[test]
 fn edge_triggered_epoll_readiness_first() {
-    against_publisher("et", 0, Start::Newest, |mut sub| {
-        let ep = Epoll::new(sub.as_raw_fd(), true);
-        let mut s = Stream::new(COUNT);
-        'stream: loop {
-            if !ep.wait() {
-                s.hung("edge-triggered, readiness first");
-            }
-            loop {
-                match s.take(sub.try_recv()) {
-                    Outcome::Message => {}
-                    Outcome::Empty => break,
-                    Outcome::End => break 'stream,
-                }
-            }
-        }
+    against_publisher("et", 0, Start::Newest, |sub| {
+        readiness_first_until_empty(sub, true, "edge-triggered, readiness first")
     });
 }
 

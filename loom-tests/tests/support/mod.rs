@@ -1,4 +1,9 @@
-//! How the models run: loom's bounds for each shape.
+//! What the models share: loom's bounds for each shape, and the wake word's sleep.
+// Each model file uses part of this module.
+#![allow(dead_code)]
+
+use loom::sync::atomic::{AtomicU32, Ordering};
+use loom::sync::{Condvar, Mutex};
 
 /// Preemptions per execution for models of three threads. Their state space grows about
 /// tenfold with each further preemption (the two-reader models took minutes each at 2); one
@@ -20,4 +25,36 @@ pub fn three_threads(f: impl Fn() + Sync + Send + 'static) {
         );
     }
     builder.check(f);
+}
+
+/// A sleep on the ring's wake word, as the transport's futex provides it and as far as the
+/// protocol relies on it: `wait` sleeps only if the word still holds the expected value, checked
+/// atomically with respect to `wake_all`.
+pub struct WordSleep {
+    lock: Mutex<()>,
+    cv: Condvar,
+}
+
+impl WordSleep {
+    /// Nobody asleep.
+    pub fn new() -> Self {
+        WordSleep {
+            lock: Mutex::new(()),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// Sleeps until `wake_all` if `word` still holds `expected`.
+    pub fn wait(&self, word: &AtomicU32, expected: u32) {
+        let guard = self.lock.lock().unwrap();
+        if word.load(Ordering::Relaxed) == expected {
+            drop(self.cv.wait(guard).unwrap());
+        }
+    }
+
+    /// Wakes every sleeper.
+    pub fn wake_all(&self) {
+        let _guard = self.lock.lock().unwrap();
+        self.cv.notify_all();
+    }
 }
