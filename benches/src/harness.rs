@@ -1,13 +1,14 @@
 //! What every trial shares, whatever its scenario (and the soak): how long it waits for its
 //! children to start and for progress, a topic name of its own, the shmcast ring for a message
-//! size, waiting until shmcast has admitted the subscribers, and the publisher's syscall count.
+//! size, waiting until shmcast has admitted the subscribers, the publisher's syscall count, and the
+//! runtime every tokio transport runs in.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use shmcast::{Publisher, PublisherStats};
 
-use crate::error::{BenchError, Result};
+use crate::error::{BenchError, Result, sys};
 
 /// Longest a publisher waits for a subscriber to make room, or a subscriber for a message,
 /// before the trial fails as stalled.
@@ -79,6 +80,15 @@ pub fn stalled(transport: &str) -> BenchError {
         who: format!("{transport} subscriber"),
         what: format!("no message for {STALL:?}"),
     }
+}
+
+/// The runtime of every tokio side of a trial: current-thread, with I/O and timers.
+pub fn tokio_runtime() -> Result<::tokio::runtime::Runtime> {
+    ::tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(sys("building a tokio runtime"))
 }
 
 #[cfg(test)]

@@ -22,10 +22,10 @@
 #[inline]
 pub(crate) unsafe fn string_copy(src: *const u8, dst: &mut [u8]) {
     let len = dst.len();
-    // SAFETY: `rep movsb` reads `len` bytes at `src` (readable by the caller's contract) and
-    // writes `len` bytes at `dst` (a live, exclusive buffer of that length). The direction flag
-    // is clear on entry to inline assembly (the ABI), so it copies upwards; it changes no flags
-    // and uses no stack.
+    // `rep movsb` copies upwards (the direction flag is clear on entry to inline assembly, by
+    // the ABI); it changes no flags and uses no stack.
+    // SAFETY: it reads `len` readable bytes at `src` (the caller's contract) and writes `len`
+    // bytes at `dst`, a live, exclusive buffer of that length.
     unsafe {
         core::arch::asm!(
             "rep movsb",

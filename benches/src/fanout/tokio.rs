@@ -24,7 +24,8 @@ use super::subscribers;
 use super::trial::{Outcome, Trial};
 use crate::error::{BenchError, Result, failed, sys};
 use crate::harness::{
-    STALL, STARTUP, ring_capacity, shmcast_syscalls, stalled, unique_topic, wait_for_subscribers,
+    STALL, STARTUP, ring_capacity, shmcast_syscalls, stalled, tokio_runtime, unique_topic,
+    wait_for_subscribers,
 };
 use crate::payload::{self, Verifier};
 use crate::process;
@@ -33,19 +34,11 @@ use crate::sys::{cpu_self_ns, now_ns};
 /// Messages a `tokio-broadcast` channel holds.
 const BROADCAST_SLOTS: usize = 4096;
 
-fn runtime() -> Result<::tokio::runtime::Runtime> {
-    ::tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-        .map_err(sys("building a tokio runtime"))
-}
-
 /// The `shmcast-tokio` publisher: binds, waits for every subscriber, then awaits, fills and
 /// publishes loans until the trial's time is up.
 pub(super) fn publish_shmcast(trial: Trial) -> Result<Outcome> {
     let topic = unique_topic("stream");
-    let rt = runtime()?;
+    let rt = tokio_runtime()?;
     let publisher = Publisher::builder(topic.as_str())
         .capacity(ring_capacity(trial.size))
         .max_message(trial.size as u64)
@@ -97,7 +90,7 @@ pub(super) fn publish_shmcast(trial: Trial) -> Result<Outcome> {
 /// The `shmcast-tokio` subscriber on topic `endpoint`: checks every message in place until the
 /// publisher is gone. Returns the CPU time at which it said `ready`.
 pub(super) fn subscribe_shmcast(endpoint: &str, verifier: &mut Verifier) -> Result<u64> {
-    runtime()?.block_on(async {
+    tokio_runtime()?.block_on(async {
         let mut sub = AsyncSubscriber::builder(endpoint)
             .connect_timeout(STARTUP)
             .connect_async()
@@ -131,7 +124,7 @@ pub(super) fn publish_unix(trial: Trial) -> Result<Outcome> {
     })?;
     drop(theirs);
     fleet.expect_all("ready", Instant::now() + STARTUP)?;
-    let rt = runtime()?;
+    let rt = tokio_runtime()?;
     let (seq, t0, cpu) = rt.block_on(async {
         let mut streams = Vec::with_capacity(mine.len());
         for fd in mine {
@@ -186,7 +179,7 @@ pub(super) fn subscribe_unix(endpoint: &str, verifier: &mut Verifier) -> Result<
     const BUF: usize = 256 * 1024;
     let fd = crate::sys::adopt_inherited(process::fd_arg(endpoint)?)
         .map_err(sys("adopting the stream socket"))?;
-    runtime()?.block_on(async {
+    tokio_runtime()?.block_on(async {
         let mut stream = tokio_stream(fd)?;
         process::say("ready")?;
         let cpu0 = cpu_self_ns();
@@ -222,7 +215,7 @@ pub(super) fn broadcast(trial: Trial) -> Result<Outcome> {
             let ready = ready_tx.clone();
             let size = trial.size;
             std::thread::spawn(move || {
-                let rt = runtime()?;
+                let rt = tokio_runtime()?;
                 let _ = ready.send(());
                 let mut verifier = Verifier::new(size, false);
                 rt.block_on(async {

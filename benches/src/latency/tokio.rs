@@ -11,21 +11,13 @@ use shmcast::tokio::AsyncSubscriber;
 use super::transport::END;
 use super::trial::{Outcome, Trial, paced};
 use crate::error::{BenchError, Result, failed, sys};
-use crate::harness::{STALL, STARTUP, stalled};
+use crate::harness::{STALL, STARTUP, stalled, tokio_runtime};
 use crate::process;
 use crate::sys::{cpu_self_ns, now_ns};
 
-fn runtime() -> Result<::tokio::runtime::Runtime> {
-    ::tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-        .map_err(sys("building a tokio runtime"))
-}
-
 /// A `shmcast-tokio` listener on topic `endpoint`; returns the CPU time at which it said `ready`.
 pub(super) fn listen_shmcast(endpoint: &str, samples: &mut Vec<u64>) -> Result<u64> {
-    runtime()?.block_on(async {
+    tokio_runtime()?.block_on(async {
         let mut sub = AsyncSubscriber::builder(endpoint)
             .connect_timeout(STARTUP)
             .connect_async()
@@ -58,7 +50,7 @@ pub(super) fn listen_unix(endpoint: &str, samples: &mut Vec<u64>) -> Result<u64>
     let std = std::os::unix::net::UnixStream::from(fd);
     std.set_nonblocking(true)
         .map_err(sys("making the stream non-blocking"))?;
-    runtime()?.block_on(async {
+    tokio_runtime()?.block_on(async {
         let mut stream = ::tokio::net::UnixStream::from_std(std)
             .map_err(sys("registering the stream with tokio"))?;
         process::say("ready")?;
@@ -116,7 +108,7 @@ pub(super) fn broadcast_trial(trial: &Trial) -> Result<Outcome> {
             let ready = ready_tx.clone();
             let messages = trial.messages;
             std::thread::spawn(move || {
-                let rt = runtime()?;
+                let rt = tokio_runtime()?;
                 let _ = ready.send(());
                 rt.block_on(async {
                     let mut samples = Vec::with_capacity(messages);

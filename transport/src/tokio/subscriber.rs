@@ -62,10 +62,10 @@ impl AsyncSubscriber {
     ///
     /// Outside a tokio runtime (as tokio's `AsyncFd` does).
     pub fn new(sub: Subscriber) -> io::Result<AsyncSubscriber> {
-        // SAFETY: the descriptor is the subscriber's own epoll set, which it owns and keeps open
-        // until it is dropped; `AsyncFd` owns the subscriber, so it deregisters the descriptor
-        // (when it is dropped or `into_inner` is called) before the subscriber can close it, and
-        // `as_raw_fd` returns that same descriptor for the subscriber's whole life.
+        // The descriptor is the subscriber's own epoll set, open until the subscriber is dropped,
+        // and `as_raw_fd` returns that same descriptor for the subscriber's whole life.
+        // SAFETY: `AsyncFd` owns the subscriber, so it deregisters the descriptor (on drop or
+        // `into_inner`) before the subscriber can close it.
         let fd = unsafe { AsyncFd::register_with_interest(sub, Interest::READABLE) }
             .map_err(io::Error::from)?;
         Ok(AsyncSubscriber { fd })
