@@ -120,6 +120,16 @@
 #define SHMCAST_RESUME_OLDEST 2
 
 /**
+ * `spin_limit_us`: never poll before a wait sleeps.
+ */
+#define SHMCAST_SPIN_NONE UINT32_MAX
+
+/**
+ * The largest `spin_limit_us` besides `SHMCAST_SPIN_NONE`: 10000 (10 ms).
+ */
+#define SHMCAST_SPIN_LIMIT_MAX_US 10000
+
+/**
  * The codes every fallible function returns: 0 for success, negative for an error.
  *
  * Functions return them as `int`; `shmcast_strerror` describes one.
@@ -336,9 +346,20 @@ typedef struct shmcast_publisher_options {
      */
     const char *directory;
     /**
+     * Microseconds a loan that found the ring full polls for space before it sleeps: 1 to
+     * `SHMCAST_SPIN_LIMIT_MAX_US` (10000; more is `SHMCAST_EINVAL`), `SHMCAST_SPIN_NONE` to
+     * sleep at once, or 0 (default) for the library's default, 50 µs. Within this limit the
+     * publisher learns how long to poll from its last waits, and stops polling while
+     * subscribers do not release or while the machine has no core free; it never polls on a
+     * single-CPU machine. Polling saves the sleep and a cross-CPU wake when a gating subscriber
+     * is about to release, the normal state of a small ring. A loan may end up to this much
+     * past its timeout.
+     */
+    uint32_t spin_limit_us;
+    /**
      * Reserved for future options: zeroed by the `_init` function, must stay zero.
      */
-    uint64_t reserved[2];
+    uint32_t reserved[3];
 } shmcast_publisher_options;
 
 /**
@@ -431,9 +452,16 @@ typedef struct shmcast_subscriber_options {
      */
     int32_t resume;
     /**
-     * Reserved for future options: zeroed by the `_init` function, must stay zero.
+     * Microseconds a blocking receive that found nothing polls for a message before it sleeps:
+     * 1 to `SHMCAST_SPIN_LIMIT_MAX_US` (10000; more is `SHMCAST_EINVAL`), `SHMCAST_SPIN_NONE`
+     * to sleep at once, or 0 (default) for the library's default, 50 µs. Within this limit the
+     * subscriber learns how long to poll from its last waits, and stops polling while no
+     * message comes in time or while the machine has no core free; it never polls on a
+     * single-CPU machine. Polling saves the sleep, the publisher's wake and a cross-CPU wake
+     * when the publisher is about to publish. A receive with `timeout_ms` 0 never polls; a
+     * timed one may end up to this much past its timeout. `spin` adds to it.
      */
-    uint32_t reserved[1];
+    uint32_t spin_limit_us;
 } shmcast_subscriber_options;
 
 /**

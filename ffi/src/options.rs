@@ -4,11 +4,22 @@
 //! Each struct is initialised by its `_init` function, which writes every field's default and
 //! stamps `abi_version`; create/connect refuse a struct without the stamp (an uninitialised
 //! one) and one whose `reserved` words are not zero. New options take reserved words, so a
-//! caller compiled against an older header keeps working.
+//! caller compiled against an older header keeps working: a zero in a word that was reserved
+//! means what the library did before the option existed. The subscriber options have no
+//! reserved word left.
+//!
+//! # Layout
+//!
+//! The structs are ABI: their size and the offset of every field are asserted at compile time
+//! below (for 64-bit targets), so a new option that does not fit the reserved words fails the
+//! build instead of moving the fields a compiled caller writes.
 
 use crate::contract::Fields;
 use crate::error::{Failure, SHMCAST_EINVAL, SHMCAST_ETOPIC, guard};
-use shmcast_transport::{Admission, Mode, PublisherBuilder, Resume, Start, SubscriberBuilder};
+use shmcast_transport::{
+    Admission, DEFAULT_SPIN_LIMIT, MAX_SPIN_LIMIT, Mode, PublisherBuilder, Resume, Start,
+    SubscriberBuilder,
+};
 use std::ffi::{CStr, OsStr, c_char, c_int};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
@@ -42,6 +53,13 @@ pub const SHMCAST_RESUME_SLACK: i32 = 0;
 pub const SHMCAST_RESUME_NEWEST: i32 = 1;
 /// `resume`: after a lag, continue with the oldest message still in the ring.
 pub const SHMCAST_RESUME_OLDEST: i32 = 2;
+
+/// `spin_limit_us`: never poll before a wait sleeps.
+pub const SHMCAST_SPIN_NONE: u32 = u32::MAX;
+/// The largest `spin_limit_us` besides `SHMCAST_SPIN_NONE`: 10000 (10 ms).
+pub const SHMCAST_SPIN_LIMIT_MAX_US: u32 = 10_000;
+
+const _: () = assert!(SHMCAST_SPIN_LIMIT_MAX_US as u128 == MAX_SPIN_LIMIT.as_micros());
 
 /// Settings for `shmcast_publisher_create`. Initialise with `shmcast_publisher_options_init`,
 /// then change the fields you need.
@@ -104,8 +122,17 @@ pub struct shmcast_publisher_options {
     /// topic that is a socket path. Default `NULL`: the default directory. Read during
     /// `shmcast_publisher_create` only.
     pub directory: *const c_char,
+    /// Microseconds a loan that found the ring full polls for space before it sleeps: 1 to
+    /// `SHMCAST_SPIN_LIMIT_MAX_US` (10000; more is `SHMCAST_EINVAL`), `SHMCAST_SPIN_NONE` to
+    /// sleep at once, or 0 (default) for the library's default, 50 µs. Within this limit the
+    /// publisher learns how long to poll from its last waits, and stops polling while
+    /// subscribers do not release or while the machine has no core free; it never polls on a
+    /// single-CPU machine. Polling saves the sleep and a cross-CPU wake when a gating subscriber
+    /// is about to release, the normal state of a small ring. A loan may end up to this much
+    /// past its timeout.
+    pub spin_limit_us: u32,
     /// Reserved for future options: zeroed by the `_init` function, must stay zero.
-    pub reserved: [u64; 2],
+    pub reserved: [u32; 3],
 }
 
 impl Default for shmcast_publisher_options {
@@ -127,7 +154,8 @@ impl Default for shmcast_publisher_options {
             type_align: 0,
             schema_version: 0,
             directory: std::ptr::null(),
-            reserved: [0; 2],
+            spin_limit_us: 0,
+            reserved: [0; 3],
         }
     }
 }
@@ -189,8 +217,15 @@ pub struct shmcast_subscriber_options {
     /// whatever this says): `SHMCAST_RESUME_SLACK` (default), `SHMCAST_RESUME_NEWEST` or
     /// `SHMCAST_RESUME_OLDEST`.
     pub resume: i32,
-    /// Reserved for future options: zeroed by the `_init` function, must stay zero.
-    pub reserved: [u32; 1],
+    /// Microseconds a blocking receive that found nothing polls for a message before it sleeps:
+    /// 1 to `SHMCAST_SPIN_LIMIT_MAX_US` (10000; more is `SHMCAST_EINVAL`), `SHMCAST_SPIN_NONE`
+    /// to sleep at once, or 0 (default) for the library's default, 50 µs. Within this limit the
+    /// subscriber learns how long to poll from its last waits, and stops polling while no
+    /// message comes in time or while the machine has no core free; it never polls on a
+    /// single-CPU machine. Polling saves the sleep, the publisher's wake and a cross-CPU wake
+    /// when the publisher is about to publish. A receive with `timeout_ms` 0 never polls; a
+    /// timed one may end up to this much past its timeout. `spin` adds to it.
+    pub spin_limit_us: u32,
 }
 
 impl Default for shmcast_subscriber_options {
@@ -212,16 +247,43 @@ impl Default for shmcast_subscriber_options {
             expect_max_message: 0,
             directory: std::ptr::null(),
             resume: SHMCAST_RESUME_SLACK,
-            reserved: [0; 1],
+            spin_limit_us: 0,
         }
     }
 }
+
+/// Asserts that `$ty` is `$size` bytes with each field at its offset.
+macro_rules! assert_layout {
+    ($ty:ty, $size:expr, { $($field:ident: $offset:expr),* $(,)? }) => {
+        const _: () = assert!(size_of::<$ty>() == $size);
+        $(const _: () = assert!(std::mem::offset_of!($ty, $field) == $offset);)*
+    };
+}
+
+// The layout callers compiled against SHMCAST_OPTIONS_VERSION 2 write: `spin_limit_us` took
+// the first reserved word of each struct.
+#[cfg(target_pointer_width = "64")]
+assert_layout!(shmcast_publisher_options, 120, {
+    abi_version: 0, admission: 4, capacity: 8, max_message: 16, admit_uids: 24,
+    admit_uid_count: 32, stall_bound_ms: 40, handshake_timeout_ms: 48,
+    max_pending_handshakes: 52, max_subscribers: 56, type_name: 64, schema_name: 72,
+    type_size: 80, type_align: 88, schema_version: 92, directory: 96, spin_limit_us: 104,
+    reserved: 108,
+});
+#[cfg(target_pointer_width = "64")]
+assert_layout!(shmcast_subscriber_options, 88, {
+    abi_version: 0, mode: 4, start: 8, connect_timeout_ms: 12, handshake_timeout_ms: 16,
+    spin: 20, publisher_admission: 24, publisher_uid: 28, expect_type_name: 32,
+    expect_schema_name: 40, expect_type_size: 48, expect_type_align: 56,
+    expect_schema_version: 60, expect_max_message: 64, directory: 72, resume: 80,
+    spin_limit_us: 84,
+});
 
 /// Waiting "without limit" for a publisher: long enough to never end, short enough that the
 /// transport's deadline arithmetic does not overflow.
 const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
 
-fn check_stamp(abi_version: u32, reserved: &[u64], what: &str) -> Result<(), Failure> {
+fn check_stamp(abi_version: u32, reserved: &[u32], what: &str) -> Result<(), Failure> {
     if abi_version != SHMCAST_OPTIONS_VERSION {
         return Err(Failure::invalid(format_args!(
             "{what} options were not initialised with {what}_options_init (abi_version {abi_version})"
@@ -233,6 +295,19 @@ fn check_stamp(abi_version: u32, reserved: &[u64], what: &str) -> Result<(), Fai
         )));
     }
     Ok(())
+}
+
+/// The limit a `spin_limit_us` field asks for: 0 the default, `SHMCAST_SPIN_NONE` none.
+fn spin_limit(us: u32) -> Result<Duration, Failure> {
+    match us {
+        0 => Ok(DEFAULT_SPIN_LIMIT),
+        SHMCAST_SPIN_NONE => Ok(Duration::ZERO),
+        us if us <= SHMCAST_SPIN_LIMIT_MAX_US => Ok(Duration::from_micros(us.into())),
+        us => Err(Failure::invalid(format_args!(
+            "spin_limit_us must be at most {SHMCAST_SPIN_LIMIT_MAX_US} or SHMCAST_SPIN_NONE, \
+             not {us}"
+        ))),
+    }
 }
 
 /// The `Admission` a `SHMCAST_ADMIT_*` code in option `field` names; `uids` gives the list of
@@ -294,6 +369,7 @@ pub(crate) unsafe fn publisher_builder(
         .capacity(o.capacity)
         .admission(admission)
         .stall_bound(stall_bound)
+        .spin_limit(spin_limit(o.spin_limit_us)?)
         .handshake_timeout(Duration::from_millis(o.handshake_timeout_ms.into()))
         .max_pending_handshakes(o.max_pending_handshakes as usize)
         .max_subscribers(match o.max_subscribers {
@@ -333,11 +409,7 @@ pub(crate) unsafe fn subscriber_builder(
     opts: Option<&shmcast_subscriber_options>,
 ) -> Result<SubscriberBuilder, Failure> {
     let o = opts.copied().unwrap_or_default();
-    check_stamp(
-        o.abi_version,
-        &o.reserved.map(u64::from),
-        "shmcast_subscriber",
-    )?;
+    check_stamp(o.abi_version, &[], "shmcast_subscriber")?;
     let mode = match o.mode {
         SHMCAST_MODE_GATING => Mode::Gating,
         SHMCAST_MODE_LOSSY => Mode::Lossy,
@@ -367,6 +439,7 @@ pub(crate) unsafe fn subscriber_builder(
         .start(start)
         .resume(resume)
         .spin(o.spin)
+        .spin_limit(spin_limit(o.spin_limit_us)?)
         .publisher(publisher)
         .handshake_timeout(Duration::from_millis(o.handshake_timeout_ms.into()));
     if let Some(dir) = directory {
@@ -506,4 +579,58 @@ unsafe fn directory_arg(dir: *const c_char) -> Result<Option<PathBuf>, Failure> 
         ));
     }
     Ok(Some(PathBuf::from(OsStr::from_bytes(bytes))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::guard;
+
+    fn code<T>(r: Result<T, Failure>) -> c_int {
+        guard(|| r.map(drop))
+    }
+
+    #[test]
+    fn spin_limit_zero_is_the_default_and_none_disables() {
+        assert_eq!(spin_limit(0).unwrap(), DEFAULT_SPIN_LIMIT);
+        assert_eq!(spin_limit(SHMCAST_SPIN_NONE).unwrap(), Duration::ZERO);
+        assert_eq!(spin_limit(1).unwrap(), Duration::from_micros(1));
+        assert_eq!(
+            spin_limit(SHMCAST_SPIN_LIMIT_MAX_US).unwrap(),
+            MAX_SPIN_LIMIT
+        );
+        for us in [SHMCAST_SPIN_LIMIT_MAX_US + 1, SHMCAST_SPIN_NONE - 1] {
+            assert_eq!(code(spin_limit(us)), SHMCAST_EINVAL as c_int, "{us}");
+        }
+    }
+
+    /// An initialised struct has the bytes the previous version's `_init` wrote where
+    /// `spin_limit_us` now is, so a caller that copies or zeroes structs keeps the default.
+    #[test]
+    fn init_leaves_the_new_fields_zero() {
+        let (p, s) = (
+            shmcast_publisher_options::default(),
+            shmcast_subscriber_options::default(),
+        );
+        assert_eq!((p.spin_limit_us, p.reserved), (0, [0; 3]));
+        assert_eq!(s.spin_limit_us, 0);
+    }
+
+    #[test]
+    fn out_of_range_spin_limits_are_refused_on_both_sides() {
+        let p = shmcast_publisher_options {
+            spin_limit_us: SHMCAST_SPIN_LIMIT_MAX_US + 1,
+            ..Default::default()
+        };
+        // SAFETY: no pointer fields are set.
+        let built = unsafe { publisher_builder("t", Some(&p)) };
+        assert_eq!(code(built), SHMCAST_EINVAL as c_int);
+        let s = shmcast_subscriber_options {
+            spin_limit_us: SHMCAST_SPIN_LIMIT_MAX_US + 1,
+            ..Default::default()
+        };
+        // SAFETY: no pointer fields are set.
+        let built = unsafe { subscriber_builder("t", Some(&s)) };
+        assert_eq!(code(built), SHMCAST_EINVAL as c_int);
+    }
 }

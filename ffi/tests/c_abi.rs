@@ -37,6 +37,34 @@ fn c_publisher_two_c_subscribers(r: Runner) {
     }
 }
 
+/// The spin limits from C, on both sides of a 4 KiB ring that fills every few messages: a C
+/// publisher that never polls for space (`SHMCAST_SPIN_NONE`) with a C subscriber polling for
+/// messages up to 200 µs, then the publisher at the largest limit with a subscriber that never
+/// polls. Every message arrives, byte for byte, whoever sleeps.
+fn spin_limits(r: Runner) {
+    for (publisher_spin, subscriber_spin) in [("none", "200"), ("10000", "none")] {
+        let topic = r.topic(&format!("spin-{publisher_spin}"));
+        let count = COUNT.to_string();
+        let mut sub = r.spawn(
+            &compile("sub", Link::Shared),
+            &[&topic, &count, "--spin-limit-us", subscriber_spin],
+        );
+        let publisher = r.spawn(
+            &compile("pub", Link::Shared),
+            &[&topic, &count, "1", "4096", publisher_spin],
+        );
+        sub.expect_line("connected");
+        let sent = publisher.wait();
+        sent.assert_success();
+        let want = expected_checksum(COUNT);
+        assert_eq!(sent.value("sent", "checksum"), want, "{publisher_spin}");
+        let got = sub.wait();
+        got.assert_success();
+        assert_eq!(got.value("received", "count"), COUNT, "{subscriber_spin}");
+        assert_eq!(got.value("received", "checksum"), want, "{subscriber_spin}");
+    }
+}
+
 /// A Rust publisher and a C subscriber receiving by copy.
 fn rust_publisher_c_subscriber(r: Runner) {
     let topic = r.topic("r2c");
@@ -396,6 +424,7 @@ macro_rules! scenarios {
 
 scenarios!(
     c_publisher_two_c_subscribers,
+    spin_limits,
     rust_publisher_c_subscriber,
     c_publisher_rust_subscriber,
     poll_loop_three_subscribers,

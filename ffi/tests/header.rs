@@ -1,5 +1,5 @@
-//! The checked-in `include/shmcast.h` is exactly what cbindgen makes of the sources, and it
-//! compiles without a warning as C99 and as C++.
+//! The checked-in `include/shmcast.h` is exactly what cbindgen makes of the sources, it
+//! compiles without a warning as C99 and as C++, and its option structs keep their layout.
 //!
 //! After changing the ABI, regenerate it with
 //! `SHMCAST_BLESS=1 cargo test -p shmcast-ffi --test header`.
@@ -70,12 +70,25 @@ fn check_compiles(compiler: &str, flags: &[&str], lang: &str) {
          return shmcast_publisher_options_init(&o) == SHMCAST_OK ? 0 : 1;\n}\n",
     )
     .expect("write the test source");
+    syntax_check(compiler, flags, lang, &src);
+}
+
+/// Compiles `src` as `lang` against the header without generating code.
+fn syntax_check(compiler: &str, flags: &[&str], lang: &str, src: &std::path::Path) {
     let include = format!("-I{}", include_dir().display());
     let mut args: Vec<&OsStr> = flags.iter().map(OsStr::new).collect();
     args.extend(["-fsyntax-only", "-x", lang].map(OsStr::new));
     args.push(OsStr::new(&include));
     args.push(src.as_os_str());
     run_compiler(compiler, &args);
+}
+
+/// `tests/c/layout.c`: the sizes and offsets of the option structs, as C and as C++.
+#[test]
+fn option_structs_keep_their_layout() {
+    let src = manifest_dir().join("tests/c/layout.c");
+    syntax_check("cc", C_FLAGS, "c", &src);
+    syntax_check("c++", CXX_FLAGS, "c++", &src);
 }
 
 #[test]

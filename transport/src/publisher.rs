@@ -27,6 +27,11 @@ pub use crate::full_wait::DEFAULT_STALL_BOUND;
 /// [`SubscriberBuilder::spin_limit`](crate::SubscriberBuilder::spin_limit): a few cross-CPU wakes.
 pub const DEFAULT_SPIN_LIMIT: Duration = spin::MAX_SPIN;
 
+/// The longest spin limit, 10 ms: [`PublisherBuilder::spin_limit`] and
+/// [`SubscriberBuilder::spin_limit`](crate::SubscriberBuilder::spin_limit) count a longer one
+/// as this, so a deadline or the stall bound is never late by more.
+pub const MAX_SPIN_LIMIT: Duration = spin::CAP;
+
 /// Settings for a [`Publisher`].
 #[derive(Clone, Debug)]
 pub struct PublisherBuilder {
@@ -111,7 +116,8 @@ impl PublisherBuilder {
     /// to poll from its last waits, and stops polling while subscribers do not release (stopped,
     /// or starved of CPU by more runnable threads than cores); it never polls on a single-CPU
     /// machine. Polling saves the sleep, the subscriber's doorbell and a cross-CPU wake when a
-    /// gating subscriber is about to release, the normal state of a small ring.
+    /// gating subscriber is about to release, the normal state of a small ring. A longer limit
+    /// than [`MAX_SPIN_LIMIT`] (10 ms) counts as that.
     pub fn spin_limit(mut self, limit: Duration) -> Self {
         self.spin_limit = limit;
         self

@@ -29,7 +29,7 @@
 //!   some of its CPUs spins less than it could, never more.
 //! * On a machine with one CPU the thread that ends the wait cannot run while the waiter spins:
 //!   it never spins there.
-//! * A spin never exceeds the publisher's limit ([`MAX_SPIN`] unless set, 10 ms at most), so a
+//! * A spin never exceeds the waiter's limit ([`MAX_SPIN`] unless set, [`CAP`] at most), so a
 //!   deadline or the stall bound is late by at most that.
 
 use std::time::{Duration, Instant};
@@ -38,6 +38,8 @@ use crate::sys;
 
 /// The longest spin by default: a few cross-CPU wakes.
 pub(crate) const MAX_SPIN: Duration = Duration::from_micros(50);
+/// The longest limit: a longer one counts as this.
+pub(crate) const CAP: Duration = Duration::from_millis(10);
 /// The smallest budget: below it, the budget is none.
 pub(crate) const MIN_SPIN: Duration = Duration::from_micros(2);
 /// With no budget left, every this many waits spin for the whole limit anyway.
@@ -90,7 +92,7 @@ impl Spin {
         clock: fn() -> Instant,
         runnable: fn() -> Option<u32>,
     ) -> Spin {
-        let limit = limit.min(Duration::from_millis(10));
+        let limit = limit.min(CAP);
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
         let useful = !limit.is_zero() && cpus > 1;
         let floor = MIN_SPIN.min(limit);

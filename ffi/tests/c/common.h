@@ -67,6 +67,11 @@ static inline uint64_t checksum_add(uint64_t h, uint64_t seq, const uint8_t *dat
     return h;
 }
 
+/* A `spin_limit_us` option from the command line: "none" for SHMCAST_SPIN_NONE, else a number. */
+static inline uint32_t spin_limit_arg(const char *arg) {
+    return strcmp(arg, "none") == 0 ? SHMCAST_SPIN_NONE : (uint32_t)strtoul(arg, NULL, 10);
+}
+
 /* Reports a failed call with its code, static message and detail, and exits with status 2. */
 #define CHECK_OK(call)                                                                            \
     do {                                                                                          \

@@ -333,6 +333,44 @@ static void one_loan_one_sample(const char *prefix) {
     shmcast_subscriber_destroy(sub);
 }
 
+/* `spin_limit_us`: `_init` writes 0 (the default, where older headers had a reserved word that
+ * had to be 0); above SHMCAST_SPIN_LIMIT_MAX_US, except SHMCAST_SPIN_NONE, is refused on either
+ * side; the largest limit and SHMCAST_SPIN_NONE are taken (a subscriber goes on to look for the
+ * publisher). */
+static void spin_limits(const char *prefix) {
+    static const struct {
+        uint32_t us;
+        int publisher, subscriber;
+    } cases[] = {
+        {SHMCAST_SPIN_LIMIT_MAX_US + 1, SHMCAST_EINVAL, SHMCAST_EINVAL},
+        {SHMCAST_SPIN_NONE - 1, SHMCAST_EINVAL, SHMCAST_EINVAL},
+        {SHMCAST_SPIN_LIMIT_MAX_US, SHMCAST_OK, SHMCAST_ENOPUBLISHER},
+        {SHMCAST_SPIN_NONE, SHMCAST_OK, SHMCAST_ENOPUBLISHER},
+    };
+    shmcast_publisher_options popts;
+    shmcast_subscriber_options sopts;
+    size_t i;
+
+    CHECK_OK(shmcast_publisher_options_init(&popts));
+    CHECK_OK(shmcast_subscriber_options_init(&sopts));
+    EXPECT_TRUE(popts.spin_limit_us == 0 && sopts.spin_limit_us == 0);
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        shmcast_publisher *pub = NULL;
+        shmcast_subscriber *sub = NULL;
+        popts.spin_limit_us = sopts.spin_limit_us = cases[i].us;
+        EXPECT(shmcast_publisher_create(topic(prefix, "spin"), &popts, &pub), cases[i].publisher);
+        if (cases[i].publisher == SHMCAST_EINVAL) {
+            EXPECT_MESSAGE("spin_limit_us");
+        }
+        shmcast_publisher_destroy(pub);
+        EXPECT(shmcast_subscriber_connect(topic(prefix, "spin"), &sopts, &sub),
+               cases[i].subscriber);
+        if (cases[i].subscriber == SHMCAST_EINVAL) {
+            EXPECT_MESSAGE("spin_limit_us");
+        }
+    }
+}
+
 /* Destroying handles that still hold a loan or a sample frees everything (valgrind checks). */
 static void destroy_while_busy(const char *prefix) {
     shmcast_publisher *pub = NULL;
@@ -357,6 +395,7 @@ int main(int argc, char **argv) {
     }
     codes_and_messages();
     bad_arguments(argv[1]);
+    spin_limits(argv[1]);
     missing_publisher(argv[1]);
     subscriber_limit(argv[1]);
     one_loan_one_sample(argv[1]);

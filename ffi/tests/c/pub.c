@@ -2,7 +2,8 @@
  * generator in common.h (alternating loan/publish and send, with an abandoned loan now and
  * then that nobody must see), prints its checksum and exits.
  *
- * usage: pub TOPIC COUNT SUBSCRIBERS [CAPACITY] */
+ * usage: pub TOPIC COUNT SUBSCRIBERS [CAPACITY [SPIN_LIMIT_US]]
+ *   SPIN_LIMIT_US: how long a loan polls a full ring before it sleeps, or "none". */
 #include "common.h"
 
 int main(int argc, char **argv) {
@@ -14,13 +15,16 @@ int main(int argc, char **argv) {
     int fds_at_start = open_fds();
 
     if (argc < 4) {
-        FAIL("usage: pub TOPIC COUNT SUBSCRIBERS [CAPACITY]");
+        FAIL("usage: pub TOPIC COUNT SUBSCRIBERS [CAPACITY [SPIN_LIMIT_US]]");
     }
     count = strtoull(argv[2], NULL, 10);
     subscribers = strtoull(argv[3], NULL, 10);
 
     CHECK_OK(shmcast_publisher_options_init(&opts));
     opts.capacity = argc > 4 ? strtoull(argv[4], NULL, 10) : 65536;
+    if (argc > 5) {
+        opts.spin_limit_us = spin_limit_arg(argv[5]);
+    }
     CHECK_OK(shmcast_publisher_create(argv[1], &opts, &pub));
     printf("listening %s\n", shmcast_publisher_path(pub));
     fflush(stdout);

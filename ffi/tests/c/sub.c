@@ -2,11 +2,12 @@
  * against the generator in common.h and that sequence numbers only skip what a lag reported,
  * then prints what it got.
  *
- * usage: sub TOPIC TOTAL [--lossy] [--copy | --mixed] [--wait-stdin]
+ * usage: sub TOPIC TOTAL [--lossy] [--copy | --mixed] [--wait-stdin] [--spin-limit-us N|none]
  *   TOTAL: messages the publisher sends; received + lagged must equal it.
  *   --copy: receive with shmcast_subscriber_recv_copy; --mixed: alternate, with a buffer
  *   that is sometimes too small; default: in place with shmcast_subscriber_recv.
- *   --wait-stdin: after connecting, wait for a line on stdin before receiving. */
+ *   --wait-stdin: after connecting, wait for a line on stdin before receiving.
+ *   --spin-limit-us: how long a receive polls for a message before it sleeps, or "none". */
 #include "common.h"
 
 enum how { IN_PLACE, COPY, MIXED };
@@ -22,7 +23,8 @@ int main(int argc, char **argv) {
     int fds_at_start = open_fds();
 
     if (argc < 3) {
-        FAIL("usage: sub TOPIC TOTAL [--lossy] [--copy | --mixed] [--wait-stdin]");
+        FAIL("usage: sub TOPIC TOTAL [--lossy] [--copy | --mixed] [--wait-stdin] "
+             "[--spin-limit-us N|none]");
     }
     total = strtoull(argv[2], NULL, 10);
     CHECK_OK(shmcast_subscriber_options_init(&opts));
@@ -36,6 +38,8 @@ int main(int argc, char **argv) {
             how = MIXED;
         } else if (strcmp(argv[i], "--wait-stdin") == 0) {
             wait_stdin = 1;
+        } else if (strcmp(argv[i], "--spin-limit-us") == 0 && i + 1 < argc) {
+            opts.spin_limit_us = spin_limit_arg(argv[++i]);
         } else {
             FAIL("unknown option %s", argv[i]);
         }

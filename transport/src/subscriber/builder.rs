@@ -98,7 +98,8 @@ impl SubscriberBuilder {
     /// loses its CPU as it polls (more runnable threads than cores); it never polls on a
     /// single-CPU machine. Polling saves the park, the publisher's `FUTEX_WAKE` and a cross-CPU
     /// wake when the publisher is about to commit. `try_recv` never polls: an event loop has
-    /// other work. A timed receive may end up to this much past its timeout.
+    /// other work. A timed receive may end up to this much past its timeout. A longer limit
+    /// than [`MAX_SPIN_LIMIT`](crate::MAX_SPIN_LIMIT) (10 ms) counts as that.
     pub fn spin_limit(mut self, limit: Duration) -> Self {
         self.spin_limit = limit;
         self
