@@ -475,7 +475,7 @@ pub(crate) unsafe fn subscriber_builder(
 }
 
 /// Fills `opts` with the defaults: a 1 MiB ring, messages up to a quarter of it, same-uid
-/// admission, no stall bound, 2 s handshake timeout, 64 pending handshakes.
+/// admission, a 5 s stall bound, 2 s handshake timeout, 64 pending handshakes.
 ///
 /// Returns 0, or `SHMCAST_EINVAL` if `opts` is `NULL`. Never blocks. Thread-safe.
 ///

@@ -49,9 +49,9 @@ pub struct PublisherBuilder {
 }
 
 impl PublisherBuilder {
-    /// Defaults: a 1 MiB ring, messages up to a quarter of it, same-uid admission, no stall
-    /// bound, 2 s handshake timeout, no limit on subscribers but the descriptor reserve (see
-    /// [`max_subscribers`](Self::max_subscribers)).
+    /// Defaults: a 1 MiB ring, messages up to a quarter of it, same-uid admission, a stall
+    /// bound of [`DEFAULT_STALL_BOUND`] (5 s), 2 s handshake timeout, no limit on subscribers
+    /// but the descriptor reserve (see [`max_subscribers`](Self::max_subscribers)).
     pub fn new(topic: impl Into<String>) -> Self {
         PublisherBuilder {
             topic: topic.into(),
