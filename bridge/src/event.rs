@@ -29,6 +29,16 @@ pub enum Event {
         /// The local topic.
         topic: String,
     },
+    /// An export refused its local topic because the topic's publisher declares it imported
+    /// (another bridge imports it from Zenoh): exporting it could send its messages round a
+    /// loop. Reported once; the exporter looks again every second and exports the topic once a
+    /// publisher that is not an import serves it.
+    LoopRefused {
+        /// The local topic.
+        topic: String,
+        /// The Zenoh key it would have been published on.
+        key: String,
+    },
     /// An import bound its local topic.
     Bound {
         /// The local topic.
@@ -86,6 +96,12 @@ impl fmt::Display for Event {
             Event::Demoted { topic } => write!(
                 f,
                 "export {topic}: demoted to lossy by the local publisher's stall bound"
+            ),
+            Event::LoopRefused { topic, key } => write!(
+                f,
+                "export {topic} -> {key}: refused: the local topic is imported from Zenoh by a \
+                 bridge, and exporting it again could loop (waiting for a publisher that is not \
+                 an import)"
             ),
             Event::Bound {
                 topic,

@@ -14,12 +14,19 @@
 //! batch: it puts what it gathered as soon as the ring is empty.
 //!
 //! The local publisher may come and go: the exporter connects again, from its newest message.
+//!
+//! A topic whose publisher declares it imported (a bridge's import: [`Subscriber::imported`])
+//! is never exported: its messages came from Zenoh, and putting them back could send them
+//! round a loop of bridges, which no single bridge's configuration check can see when the
+//! import runs in another bridge process. The exporter disconnects at once, counts the refusal
+//! in `refused`, reports it once ([`Event::LoopRefused`]), and looks again every
+//! [`REFUSED_RETRY`], in case a publisher of the host's own replaces the importer.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use shmcast::{ConnectError, Mode, RecvError, Subscriber};
 use zenoh::Wait;
@@ -35,6 +42,8 @@ use crate::wire::{Batch, Encoder, WireContract};
 const POLL: Duration = Duration::from_millis(50);
 /// How long one connection attempt waits for the local publisher.
 const CONNECT: Duration = Duration::from_millis(200);
+/// How long after refusing an imported topic the exporter looks at it again.
+const REFUSED_RETRY: Duration = Duration::from_secs(1);
 
 /// One exported topic, ready to run.
 pub(crate) struct Export {
@@ -83,10 +92,23 @@ impl Export {
         self.stop.load(Ordering::Relaxed)
     }
 
+    /// Sleeps for `d`, or less if the bridge stops meanwhile.
+    fn pause(&self, d: Duration) {
+        let end = Instant::now() + d;
+        while !self.stopped() {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            std::thread::sleep(left.min(POLL));
+        }
+    }
+
     fn run(&self, publisher: &zenoh::pubsub::Publisher<'static>, matched: &AtomicBool) {
         let reliable = self.topic.reliability == Reliability::Reliable;
         let mut connections = 0u64;
         let mut reported_failure = false;
+        let mut reported_loop = false;
         while !self.stopped() {
             if reliable && !matched.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(5));
@@ -114,6 +136,20 @@ impl Export {
                 }
             };
             reported_failure = false;
+            if sub.imported() {
+                drop(sub);
+                Counters::add(&self.counters.refused, 1);
+                if !reported_loop {
+                    reported_loop = true;
+                    self.event(Event::LoopRefused {
+                        topic: self.topic.topic.clone(),
+                        key: self.key.clone(),
+                    });
+                }
+                self.pause(REFUSED_RETRY);
+                continue;
+            }
+            reported_loop = false;
             if connections > 0 {
                 Counters::add(&self.counters.reconnects, 1);
             }

@@ -5,9 +5,13 @@
 //!   the message type and the maximum (bound at start), else from the first message (bound
 //!   then; any configured part must agree). A message of any other contract is refused,
 //!   counted in `refused` and reported once per remote contract ([`Event::ContractRefused`]).
+//! * The local topic is declared imported ([`PublisherBuilder::imported`](shmcast::PublisherBuilder::imported)),
+//!   so that no bridge exports it again (`export`).
 //! * Sequence numbers are followed per key: a jump from `n` to `n + 1 + k` counts
-//!   `k` in `gaps` (and one `gap_event`); a step backwards is a restarted remote publisher,
-//!   counted in `resets`, and counting starts again there.
+//!   `k` in `gaps` (and one `gap_event`), and tells the local publisher
+//!   ([`Publisher::note_upstream_lost`]), whose introspection (`shmcast stat`) then shows the
+//!   same count; a step backwards is a restarted remote publisher, counted in `resets`, and
+//!   counting starts again there.
 //! * **Reliable**: a full local ring makes the callback wait (the local publisher's blocking
 //!   loan, bounded by its stall bound), which holds Zenoh's reception and so, through TCP, the
 //!   exporter's blocking put. **Lossy**: a full ring drops the message, counted in
@@ -17,8 +21,9 @@
 //! * A payload that is not a bridge message, or is larger than the topic's maximum, is counted
 //!   in `malformed` and skipped.
 //!
-//! The importer never hears its own session's publications (`Locality::Remote`) and a bridge
-//! never exports a topic it imports ([`BridgeConfig::validate`](crate::BridgeConfig::validate)).
+//! The importer never hears its own session's publications (`Locality::Remote`), a bridge
+//! never exports a topic it imports ([`BridgeConfig::validate`](crate::BridgeConfig::validate)),
+//! and no other bridge exports it either (it is declared imported).
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -117,6 +122,7 @@ impl State {
             .capacity
             .unwrap_or_else(|| span.next_power_of_two().max(1 << 20));
         let mut b = Publisher::builder(t.topic.clone())
+            .imported(true)
             .declare(contract.message.clone())
             .max_message(contract.max_message as u64)
             .capacity(capacity);
@@ -295,6 +301,9 @@ impl State {
             Some(e) if seq > e => {
                 Counters::add(&c.gaps, seq - e);
                 Counters::add(&c.gap_events, 1);
+                if let Some(p) = &self.publisher {
+                    p.note_upstream_lost(seq - e);
+                }
             }
             Some(e) if seq < e => Counters::add(&c.resets, 1),
             _ => {}

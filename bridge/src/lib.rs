@@ -8,7 +8,14 @@
 //! user chooses [`Reliability::Reliable`] (nothing lost while the path exists; the network's
 //! backpressure reaches the local publisher, bounded by its stall bound) or
 //! [`Reliability::Lossy`] (the network never slows the local publisher; losses are counted).
-//! A bridge never re-exports what it imports ([`BridgeConfig::validate`]). The `shmcast bridge`
+//! Every gap also reaches the local topic's publisher as messages lost upstream
+//! ([`Publisher::note_upstream_lost`](shmcast::Publisher::note_upstream_lost)), so
+//! `shmcast stat` on the importing host shows it next to the topic's own counters.
+//!
+//! No message can go round a loop: a bridge never re-exports what it imports
+//! ([`BridgeConfig::validate`]), and an imported topic's publisher declares it imported
+//! ([`PublisherBuilder::imported`](shmcast::PublisherBuilder::imported)), so that an export in
+//! any other bridge on the host refuses it ([`Event::LoopRefused`]). The `shmcast bridge`
 //! command runs one from flags or a JSON file.
 //!
 //! ```no_run
@@ -32,8 +39,8 @@
 //! | `config` | [`BridgeConfig`], [`TopicConfig`], their parsing and the loop checks |
 //! | `session` | the Zenoh session a configuration describes |
 //! | [`wire`] | the header of a bridged message: origin, sequence number, contract |
-//! | `export` | local subscriber → Zenoh publisher, one thread per topic |
-//! | `import` | Zenoh subscriber → local publisher |
+//! | `export` | local subscriber → Zenoh publisher, one thread per topic; refuses imported topics |
+//! | `import` | Zenoh subscriber → local publisher, declared imported; counts gaps |
 //! | `stats` | per-topic counters, [`TopicStats`] |
 //! | `event` | what a bridge reports, [`Event`] |
 //! | `bridge` | [`Bridge`], its builder, [`BridgeError`] |

@@ -46,7 +46,9 @@ pub struct TopicStats {
     /// Payload bytes bridged.
     pub bytes: u64,
     /// Import: messages missing from the remote sequence (a sequence number that jumps from
-    /// `n` to `n + 1 + k` counts `k`).
+    /// `n` to `n + 1 + k` counts `k`). The local topic's publisher counts them too, as messages
+    /// lost upstream ([`TopicCounters::upstream_lost`](shmcast::TopicCounters::upstream_lost),
+    /// shown by `shmcast stat`).
     pub gaps: u64,
     /// Import: how many jumps there were.
     pub gap_events: u64,
@@ -57,6 +59,8 @@ pub struct TopicStats {
     /// counted and skipped.
     pub malformed: u64,
     /// Import: messages refused because their contract differs from the local topic's.
+    /// Export: connections to the local topic refused because its publisher declares it
+    /// imported ([`Event::LoopRefused`](crate::Event::LoopRefused)).
     pub refused: u64,
     /// Export: messages the lossy local subscriber missed (the local publisher overran it).
     pub local_lagged: u64,

@@ -1,6 +1,6 @@
 //! Two "hosts" on this machine, each with its own topic directory and its own bridge process,
 //! connected over Zenoh TCP on 127.0.0.1 with scouting off: a publisher on host A, subscribers
-//! on host B.
+//! on host B (and a second bridge process on host B where a loop is tried).
 
 mod common;
 
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{BridgeProc, check, dir, free_port, host, message, serial, until};
 use serde_json::{Value, json};
-use shmcast::{Publisher, RecvError, Start, Subscriber};
+use shmcast::{Inspector, Publisher, RecvError, Start, Subscriber};
 
 #[test]
 fn role_entry() {
@@ -36,6 +36,15 @@ fn importer(b: &Path, port: u16, topic: Value) -> BridgeProc {
         "scouting": false,
         "topics": [topic],
     }))
+}
+
+/// A publisher of topic `t` in `dir`, of messages up to 4 KiB.
+fn bind(dir: &Path) -> Publisher {
+    Publisher::builder("t")
+        .directory(dir)
+        .max_message(4096)
+        .bind()
+        .unwrap()
 }
 
 fn subscriber(dir: &Path, topic: &str) -> Subscriber {
@@ -133,11 +142,7 @@ fn lossy_counts_every_gap_of_an_overloaded_importer() {
         (first.unwrap(), last, count, lagged)
     });
     let bridge_a = exporter(&a, port, "t", "lossy");
-    let mut publisher = Publisher::builder("t")
-        .directory(&a)
-        .max_message(4096)
-        .bind()
-        .unwrap();
+    let mut publisher = bind(&a);
     publisher.wait_for_subscribers(1, common::WATCHDOG).unwrap();
     // Message `i` is the local topic's message of sequence number `i`. Warm up until the key
     // is routed to host B, then flood.
@@ -152,6 +157,10 @@ fn lossy_counts_every_gap_of_an_overloaded_importer() {
         publisher.send(&message(i)).unwrap();
     }
     let (first, last, count, lagged) = reader.join().unwrap();
+    // Host B's topic shows the gaps to whoever inspects it there (`shmcast stat`), not only in
+    // the bridge's counters.
+    let info = Inspector::new("t").directory(&b).inspect().unwrap();
+    assert!(info.imported);
     let b_stats = bridge_b.stop();
     let a_stats = bridge_a.stop();
     let t = &b_stats[0];
@@ -164,6 +173,7 @@ fn lossy_counts_every_gap_of_an_overloaded_importer() {
         "an overloaded importer must have lost messages: {t}"
     );
     assert!(t["gap_events"].as_u64().unwrap() > 0);
+    assert_eq!(info.counters.upstream_lost, gaps, "{info:?}");
     assert_eq!(t["resets"], 0);
     assert_eq!(t["messages"].as_u64().unwrap(), count + lagged);
     assert!(last <= last_seq);
@@ -386,6 +396,65 @@ fn a_configuration_that_could_loop_does_not_start() {
     let line = own.wait_event("error");
     assert!(line.contains("import its own exports"), "{line}");
     assert_eq!(own.exit_code(), Some(1));
+}
+
+#[test]
+fn a_second_bridge_on_the_host_refuses_to_export_an_imported_topic() {
+    let _serial = serial();
+    let (a, b) = (host("reexport", "a"), host("reexport", "b"));
+    let (port, elsewhere) = (free_port(), free_port());
+    let bridge_b = importer(
+        &b,
+        port,
+        json!({"topic": "t", "direction": "import", "bytes": "", "max_message": 4096}),
+    );
+    let mut sub = subscriber(&b, "t");
+    // Another bridge process on host B, which would put the imported topic back on Zenoh.
+    let again = BridgeProc::start(&json!({
+        "directory": dir(&b),
+        "listen": [format!("tcp/127.0.0.1:{elsewhere}")],
+        "scouting": false,
+        "topics": [{"topic": "t", "direction": "export", "key": "elsewhere/t",
+                    "reliability": "lossy"}],
+    }));
+    let line = again.wait_event("refused");
+    assert!(
+        line.contains("export t -> elsewhere/t") && line.contains("imported"),
+        "{line}"
+    );
+    assert!(line.contains("could loop"), "{line}");
+    // The import itself carries host A's messages to host B's subscribers.
+    let bridge_a = exporter(&a, port, "t", "reliable");
+    let mut publisher = bind(&a);
+    publisher.wait_for_subscribers(1, common::WATCHDOG).unwrap();
+    for i in 0..3 {
+        publisher.send(&message(i)).unwrap();
+    }
+    for want in 0..3 {
+        assert_eq!(check(&sub.recv_timeout(common::WATCHDOG).unwrap()), want);
+    }
+    let info = Inspector::new("t").directory(&b).inspect().unwrap();
+    assert!(info.imported);
+    assert_eq!(info.subscriber_count, 1, "only host B's own subscriber");
+    // Still refused a second later, reported once.
+    until("a second refusal", || {
+        again.topic(0)["refused"].as_u64() >= Some(2)
+    });
+    let refusals = again
+        .events()
+        .iter()
+        .filter(|l| l.contains("refused"))
+        .count();
+    assert_eq!(refusals, 1, "{:?}", again.events());
+    assert_eq!(again.topic(0)["messages"], 0);
+    // Once a publisher of host B's own serves the topic, the second bridge exports it.
+    drop((sub, publisher, bridge_a));
+    let b_stats = bridge_b.stop();
+    assert_eq!(b_stats[0]["messages"], 3);
+    let _own = bind(&b);
+    let line = again.wait_event("connected");
+    assert!(line.contains("export t -> elsewhere/t"), "{line}");
+    drop(again);
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! `shmcast bridge`: export local topics to Zenoh and import Zenoh keys into local topics
 //! (`shmcast_zenoh::Bridge`), from flags or a JSON file (`--config`), until Ctrl-C or SIGTERM.
 //!
-//! Events (a topic connected, bound, a contract refused, a failure retried) go to standard
-//! error, one line each. Every `--stats` seconds, and once more when the bridge ends, each
+//! Events (a topic connected, bound, a contract refused, an imported topic refused for export,
+//! a failure retried) go to standard error, one line each. Every `--stats` seconds, and once more when the bridge ends, each
 //! topic's counters (messages, gaps, refusals, drops) go to standard output as one JSON line.
 
 use std::path::PathBuf;
@@ -67,7 +67,12 @@ Topic options (comma-separated after the topic name):
   bytes                 import: the local topic declares plain bytes
   max-message=BYTES     import: the local topic's largest message
   capacity=BYTES        import: the local ring's size
-An import whose contract is not fully given adopts the first remote message's.";
+An import whose contract is not fully given adopts the first remote message's.
+
+Gaps in an import's remote sequence numbers are counted in its `gaps` and shown on this host by
+`shmcast stat TOPIC` as \"lost upstream\". An imported topic is marked imported (`shmcast list`,
+`shmcast stat`), and an export of any bridge refuses it, with one event line, looking again every
+second: exporting what was imported could send messages round a loop.";
 
 pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     let config = configuration(place, &args)?;

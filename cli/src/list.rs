@@ -1,5 +1,6 @@
 //! `shmcast list`: every topic socket in the topic directory, live or stale, with what its
-//! publisher reports. The current rate comes from two snapshots `--interval` apart.
+//! publisher reports (its origin: `imported` for a topic republished from elsewhere, as a
+//! bridge's import is, else `local`). The current rate comes from two snapshots `--interval` apart.
 
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -67,7 +68,8 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     }
     let rows: Vec<Vec<String>> = entries.iter().map(entry_cells).collect();
     let header = [
-        "TOPIC", "STATE", "PID", "UID", "EXE", "CONTRACT", "CAPACITY", "SUBS", "MESSAGES", "RATE",
+        "TOPIC", "STATE", "ORIGIN", "PID", "UID", "EXE", "CONTRACT", "CAPACITY", "SUBS",
+        "MESSAGES", "RATE",
     ];
     print!("{}", table::render(&header, &rows));
     Ok(())
@@ -131,6 +133,7 @@ fn entry_json(e: &Entry) -> Value {
             let c = &info.counters;
             v["publisher"] = snapshot::process_json(&info.publisher);
             v["contract"] = snapshot::contract_json(&info.contract);
+            v["imported"] = json!(info.imported);
             v["capacity"] = json!(info.capacity);
             v["subscriber_count"] = json!(info.subscriber_count);
             v["messages"] = json!(c.messages);
@@ -146,6 +149,7 @@ fn entry_cells(e: &Entry) -> Vec<String> {
     let mut cells = vec![e.name.clone(), state_name(&e.state).to_owned()];
     match &e.state {
         Ok(info) => cells.extend([
+            snapshot::origin(info).to_owned(),
             snapshot::pid(&info.publisher),
             info.publisher.uid.to_string(),
             snapshot::exe(&info.publisher),
@@ -155,7 +159,7 @@ fn entry_cells(e: &Entry) -> Vec<String> {
             info.counters.messages.to_string(),
             e.rate.map_or("-".into(), |r| format!("{r:.1}/s")),
         ]),
-        Err(_) => cells.extend(std::iter::repeat_n("-".to_owned(), 8)),
+        Err(_) => cells.extend(std::iter::repeat_n("-".to_owned(), 9)),
     }
     cells
 }

@@ -51,10 +51,11 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Every topic in the directory: live or stale, its publisher, contract, capacity,
-    /// subscribers, messages published and current rate.
+    /// Every topic in the directory: live or stale, local or imported, its publisher, contract,
+    /// capacity, subscribers, messages published and current rate.
     List(list::Args),
-    /// A publisher's counters and one row per subscriber: pid, executable, mode, lag, parked or
+    /// A publisher's counters (with the messages lost upstream, before they reached it: a
+    /// bridged topic's gaps) and one row per subscriber: pid, executable, mode, lag, parked or
     /// busy, received, lagged.
     Stat(stat::Args),
     /// Print a topic's messages (text, hex or JSON lines), reporting lags inline.

@@ -46,6 +46,12 @@ pub fn process_json(p: &ProcessInfo) -> Value {
     })
 }
 
+/// Where the topic's messages come from, as shown: `imported` (a bridge's import, say) or
+/// `local`.
+pub fn origin(info: &TopicInfo) -> &'static str {
+    if info.imported { "imported" } else { "local" }
+}
+
 /// The pid as shown (`-` outside our pid namespace).
 pub fn pid(p: &ProcessInfo) -> String {
     p.pid.map_or("-".into(), |p| p.to_string())
@@ -94,6 +100,8 @@ pub fn info_json(topic: &str, info: &TopicInfo) -> Value {
         "admitted": c.admitted,
         "refused": c.refused,
         "departed": c.departed,
+        "upstream_lost": c.upstream_lost,
+        "imported": info.imported,
         "subscriber_count": info.subscriber_count,
         "subscribers": info.subscribers.iter().map(row_json).collect::<Vec<_>>(),
     })

@@ -1,5 +1,7 @@
 //! `shmcast stat TOPIC`: the publisher's counters and one row per subscriber, asked of the
-//! publisher over its topic socket. `--watch` refreshes it: in place on a terminal, as a new
+//! publisher over its topic socket. "lost upstream" counts messages that never reached the
+//! publisher (for a topic a bridge imports, the gaps in the remote sequence numbers), and an
+//! imported topic says so. `--watch` refreshes it: in place on a terminal, as a new
 //! block (or JSON line) each time when piped.
 
 use std::io::{IsTerminal, Write};
@@ -83,8 +85,9 @@ fn render(args: &Args, info: &TopicInfo) -> String {
     let c = &info.counters;
     let mut out = format!(
         "topic {}: publisher pid {} uid {} ({}), up {:.1} s\n\
-         contract: {}; capacity {}\n\
-         messages {}  wakes {}  full {}  demotions {}  admitted {}  refused {}  departed {}\n\n",
+         contract: {}; capacity {}{}\n\
+         messages {}  wakes {}  full {}  demotions {}  admitted {}  refused {}  departed {}  \
+         lost upstream {}\n\n",
         args.topic,
         snapshot::pid(p),
         p.uid,
@@ -94,6 +97,11 @@ fn render(args: &Args, info: &TopicInfo) -> String {
         info.uptime.as_secs_f64(),
         info.contract,
         snapshot::bytes(info.capacity),
+        if info.imported {
+            "; imported (republished from elsewhere)"
+        } else {
+            ""
+        },
         c.messages,
         c.wake_syscalls,
         c.full,
@@ -101,6 +109,7 @@ fn render(args: &Args, info: &TopicInfo) -> String {
         c.admitted,
         c.refused,
         c.departed,
+        c.upstream_lost,
     );
     if info.subscribers.is_empty() {
         out.push_str("no subscribers\n");

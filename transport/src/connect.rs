@@ -108,6 +108,8 @@ pub(crate) struct Welcome {
     pub(crate) cb_len: u64,
     /// The message type the welcome declares.
     pub(crate) message: MessageType,
+    /// Whether the publisher republishes messages imported from elsewhere.
+    pub(crate) imported: bool,
     /// The ring's descriptor (read-only).
     pub(crate) ring: OwnedFd,
     /// This subscriber's control block.
@@ -154,10 +156,10 @@ pub(crate) fn exchange(
             reason: text,
         }),
         Reply::Welcome {
+            flags,
             ring_len,
             cb_len,
             message,
-            ..
         } => {
             let got = fds.len();
             let [ring, control_block]: [OwnedFd; handshake::WELCOME_FDS] =
@@ -169,6 +171,7 @@ pub(crate) fn exchange(
                 ring_len,
                 cb_len,
                 message,
+                imported: flags & handshake::FLAG_IMPORTED != 0,
                 ring,
                 control_block,
             })
@@ -189,6 +192,7 @@ pub(crate) fn attach(
         message,
         ring,
         control_block,
+        ..
     } = welcome;
     if cb_len != CONTROL_BLOCK_LEN as u64 || ring_len < HEADER_LEN as u64 {
         return Err(ProtocolError::Sizes { ring_len, cb_len }.into());

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! subscriber -> publisher  HELLO    magic "SHMC" | version u16 | kind 1 | mode u8 | start u8 | 6 zero bytes
-//! publisher -> subscriber  WELCOME  magic | version | kind 2 | flags u32 (0) | ring_len u64 | cb_len u64
+//! publisher -> subscriber  WELCOME  magic | version | kind 2 | flags u32 | ring_len u64 | cb_len u64
 //!                                   | message u8 | 1 zero byte | name_len u16 | a u32 | b u32 | name
 //!                                   + 2 descriptors: ring (read-only), control block
 //! publisher -> subscriber  REFUSE   magic | version | kind 3 | code u16 | text_len u16 | text
@@ -24,6 +24,10 @@
 //! [`MAX_CONTRACT_NAME`](crate::MAX_CONTRACT_NAME), UTF-8 without control characters. A WELCOME is
 //! therefore 40 to 168 bytes, and every byte of it is checked.
 //!
+//! The WELCOME's `flags` hold one bit: `FLAG_IMPORTED` (1), the publisher republishes
+//! messages imported from elsewhere ([`PublisherBuilder::imported`](crate::PublisherBuilder::imported));
+//! every other bit is 0.
+//!
 //! A client sends either a HELLO (to subscribe) or an INSPECT (to read the topic's state): both
 //! are admitted by the same credential check. A publisher of this version that predates
 //! INSPECT refuses it as a bad request ("unexpected packet kind 4").
@@ -32,7 +36,10 @@
 //! answers a request of another version with a REFUSE (reason: protocol version), written in
 //! the requester's version when that version's REFUSE has the same layout (2), so that an older
 //! subscriber reads it as a refusal; a subscriber that receives a reply of another version fails
-//! with [`DecodeError::Version`].
+//! with [`DecodeError::Version`]. Within a version, a flag bit marks an addition (the WELCOME's
+//! imported bit, the INFO record's bits): a peer that sets none sends exactly the bytes an
+//! older peer of the same version reads, and an older peer refuses one that sets a bit as an
+//! invalid `flags` field, never misreading it.
 
 use crate::contract::{self, MessageType};
 use shmcast_core::{Mode, Start};
@@ -44,6 +51,8 @@ pub(crate) const VERSION: u16 = 3;
 /// Older versions whose REFUSE has this version's layout: a publisher refuses a request of such
 /// a version in that version, so that the requester can read why.
 const REFUSE_COMPATIBLE: [u16; 1] = [2];
+/// The WELCOME flag of a publisher that republishes messages imported from elsewhere.
+pub(crate) const FLAG_IMPORTED: u32 = 1;
 const KIND_HELLO: u16 = 1;
 const KIND_INSPECT: u16 = 4;
 pub(crate) const KIND_INFO: u16 = 5;
@@ -445,7 +454,7 @@ impl Reply {
                     return Err(DecodeError::Length(p.len()));
                 }
                 let flags = u32_at(p, 8);
-                if flags != 0 {
+                if flags & !FLAG_IMPORTED != 0 {
                     return Err(DecodeError::Field("flags"));
                 }
                 Ok(Reply::Welcome {
@@ -495,6 +504,16 @@ mod tests {
         let w_bytes = w.encode();
         assert_eq!(w_bytes.len(), WELCOME_FIXED);
         assert_eq!(Reply::decode(&w_bytes), Ok(w));
+        let imported = Reply::Welcome {
+            flags: FLAG_IMPORTED,
+            ring_len: 1 << 20,
+            cb_len: 512,
+            message: MessageType::Bytes,
+        };
+        assert_eq!(Reply::decode(&imported.encode()), Ok(imported));
+        let mut unknown = w_bytes.clone();
+        unknown[8] = 2;
+        assert_eq!(Reply::decode(&unknown), Err(DecodeError::Field("flags")));
         let mut reserved = w_bytes;
         reserved[29] = 1;
         assert_eq!(

@@ -2,10 +2,10 @@
 //! their INFO record (codec only, fixed bounds, every byte checked).
 //!
 //! ```text
-//! INFO   magic | version | kind 5 | flags u16 (0) | rows u16 | subscribers u32
+//! INFO   magic | version | kind 5 | flags u16 | rows u16 | subscribers u32
 //!        | pid u32 | uid u32 | uptime_ns u64 | capacity u64 | max_message u64
 //!        | messages u64 | wake_syscalls u64 | full u64 | demotions u64
-//!        | admitted u64 | refused u64 | departed u64
+//!        | admitted u64 | refused u64 | departed u64 | [upstream_lost u64]
 //!        | message u8 | 1 zero byte | name_len u16 | a u32 | b u32 | exe_len u16 | name | exe
 //!        | rows x ( id u64 | pid u32 | uid u32 | requested u8 | mode u8 | parked u8 | 1 zero byte
 //!                 | exe_len u16 | cursor u64 | lag_bytes u64 | lag_messages u64
@@ -17,6 +17,11 @@
 //! `exe_len` of 0 an executable that could not be read. Modes are 1 (gating) and 2 (lossy); a
 //! row's `requested` is the mode it asked for, `mode` the one it has now (gating, lossy, or
 //! lossy after a demotion).
+//!
+//! `flags`: bit 0 ([`FLAG_IMPORTED`]) the publisher republishes imported messages; bit 1
+//! ([`FLAG_UPSTREAM_LOST`]) an `upstream_lost` counter follows `departed`, set exactly when
+//! that count is not 0; every other bit is 0. A topic with neither sends the record that peers
+//! without these fields read; they refuse the others as an invalid `flags` field.
 //!
 //! # Bounds
 //!
@@ -38,11 +43,15 @@ use crate::handshake::{self, DecodeError, KIND_INFO, message_fields, message_typ
 pub const MAX_ROWS: usize = 128;
 /// Longest executable path in a snapshot, in bytes.
 pub const MAX_EXE: usize = 255;
+/// The INFO flag of a publisher that republishes imported messages.
+const FLAG_IMPORTED: u16 = 1;
+/// The INFO flag saying that an `upstream_lost` counter follows `departed`.
+const FLAG_UPSTREAM_LOST: u16 = 2;
 const FIXED: usize = 118;
 const ROW_FIXED: usize = 62;
 /// Largest INFO record.
 pub(crate) const MAX_INFO: usize =
-    FIXED + contract::MAX_CONTRACT_NAME + MAX_EXE + MAX_ROWS * (ROW_FIXED + MAX_EXE);
+    FIXED + 8 + contract::MAX_CONTRACT_NAME + MAX_EXE + MAX_ROWS * (ROW_FIXED + MAX_EXE);
 
 /// A process at the other end of a topic socket, as the publisher sees it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -73,6 +82,10 @@ pub struct TopicCounters {
     pub refused: u64,
     /// Subscribers that left or died.
     pub departed: u64,
+    /// Messages lost upstream, before they reached the publisher, as it noted them
+    /// ([`Publisher::note_upstream_lost`](crate::Publisher::note_upstream_lost)): for a topic a
+    /// bridge imports, the gaps in the remote sequence numbers.
+    pub upstream_lost: u64,
 }
 
 /// One subscriber of a topic.
@@ -120,6 +133,9 @@ pub struct TopicInfo {
     pub capacity: u64,
     /// The publisher's counters.
     pub counters: TopicCounters,
+    /// Whether the publisher republishes messages imported from elsewhere
+    /// ([`PublisherBuilder::imported`](crate::PublisherBuilder::imported)).
+    pub imported: bool,
     /// How many subscribers the topic has (`subscribers` holds at most [`MAX_ROWS`] of them).
     pub subscriber_count: usize,
     /// The subscribers, by id.
@@ -132,7 +148,15 @@ impl TopicInfo {
         let rows = &self.subscribers[..self.subscribers.len().min(MAX_ROWS)];
         let mut out = Vec::with_capacity(MAX_INFO);
         handshake::header(KIND_INFO, &mut out);
-        out.extend_from_slice(&0u16.to_le_bytes());
+        let c = &self.counters;
+        let mut flags = 0;
+        if self.imported {
+            flags |= FLAG_IMPORTED;
+        }
+        if c.upstream_lost != 0 {
+            flags |= FLAG_UPSTREAM_LOST;
+        }
+        out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&(rows.len() as u16).to_le_bytes());
         let count = self.subscriber_count.max(rows.len());
         out.extend_from_slice(&u32::try_from(count).unwrap_or(u32::MAX).to_le_bytes());
@@ -140,7 +164,6 @@ impl TopicInfo {
         out.extend_from_slice(&p.pid.unwrap_or(0).to_le_bytes());
         out.extend_from_slice(&p.uid.to_le_bytes());
         let uptime = u64::try_from(self.uptime.as_nanos()).unwrap_or(u64::MAX);
-        let c = &self.counters;
         for v in [
             uptime,
             self.capacity,
@@ -154,6 +177,9 @@ impl TopicInfo {
             c.departed,
         ] {
             out.extend_from_slice(&v.to_le_bytes());
+        }
+        if c.upstream_lost != 0 {
+            out.extend_from_slice(&c.upstream_lost.to_le_bytes());
         }
         let (kind, a, b, name) = message_fields(&self.contract.message);
         let exe = exe_bytes(&p.exe);
@@ -190,7 +216,8 @@ impl TopicInfo {
             return Err(DecodeError::Length(p.len()));
         }
         let mut r = Cursor { p, at: 8 };
-        if r.u16()? != 0 {
+        let flags = r.u16()?;
+        if flags & !(FLAG_IMPORTED | FLAG_UPSTREAM_LOST) != 0 {
             return Err(DecodeError::Field("flags"));
         }
         let rows = r.u16()? as usize;
@@ -215,6 +242,15 @@ impl TopicInfo {
             admitted,
         ] = [v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]];
         let [refused, departed] = [v[8], v[9]];
+        let upstream_lost = if flags & FLAG_UPSTREAM_LOST != 0 {
+            // Present exactly when not 0, so that every record has one encoding.
+            match r.u64()? {
+                0 => return Err(DecodeError::Field("upstream_lost")),
+                n => n,
+            }
+        } else {
+            0
+        };
         let message = r.u8()?;
         if r.u8()? != 0 {
             return Err(DecodeError::Field("reserved"));
@@ -299,7 +335,9 @@ impl TopicInfo {
                 admitted,
                 refused,
                 departed,
+                upstream_lost,
             },
+            imported: flags & FLAG_IMPORTED != 0,
             subscriber_count: count,
             subscribers,
         })
@@ -396,7 +434,9 @@ mod tests {
                 admitted: 4,
                 refused: 2,
                 departed: 1,
+                upstream_lost: 0,
             },
+            imported: false,
             subscriber_count: rows,
             subscribers: (0..rows as u64)
                 .map(|id| SubscriberRow {
@@ -435,6 +475,12 @@ mod tests {
             }
             assert_eq!(TopicInfo::decode(&info.encode()), Ok(cut));
         }
+        let mut imported = sample(2);
+        imported.imported = true;
+        imported.counters.upstream_lost = 1 << 40;
+        let back = TopicInfo::decode(&imported.encode()).unwrap();
+        assert!(back.imported);
+        assert_eq!(back.counters, imported.counters);
         let bytes = sample(MAX_ROWS + 10).encode();
         assert!(bytes.len() <= MAX_INFO);
         let back = TopicInfo::decode(&bytes).unwrap();
@@ -449,21 +495,51 @@ mod tests {
     }
 
     #[test]
+    fn a_topic_with_neither_flag_sends_the_record_without_them() {
+        let plain = sample(1).encode();
+        assert_eq!(plain[8..10], [0, 0]);
+        let mut lossy = sample(1);
+        lossy.counters.upstream_lost = 9;
+        let lossy = lossy.encode();
+        assert_eq!(lossy[8..10], [FLAG_UPSTREAM_LOST as u8, 0]);
+        assert_eq!(lossy.len(), plain.len() + 8);
+        let at = 8 + 16 + 10 * 8;
+        assert_eq!(lossy[at..at + 8], 9u64.to_le_bytes());
+        // The counter is there exactly when it is not 0: one encoding per snapshot.
+        let mut zero = lossy.clone();
+        zero[at..at + 8].fill(0);
+        assert_eq!(
+            TopicInfo::decode(&zero),
+            Err(DecodeError::Field("upstream_lost"))
+        );
+        let mut unknown = plain.clone();
+        unknown[8] = 4;
+        assert_eq!(
+            TopicInfo::decode(&unknown),
+            Err(DecodeError::Field("flags"))
+        );
+    }
+
+    #[test]
     fn refuses_every_truncation_extension_and_bad_field() {
-        let good = sample(3).encode();
-        for len in 0..good.len() {
-            assert!(TopicInfo::decode(&good[..len]).is_err(), "{len}");
-        }
-        let mut longer = good.clone();
-        longer.push(0);
-        assert!(TopicInfo::decode(&longer).is_err());
-        for byte in 0..good.len() {
-            for bit in 0..8 {
-                let mut p = good.clone();
-                p[byte] ^= 1 << bit;
-                if let Ok(info) = TopicInfo::decode(&p) {
-                    // Whatever is accepted is exactly what it encodes to.
-                    assert_eq!(info.encode(), p, "byte {byte} bit {bit}");
+        let mut flagged = sample(2);
+        flagged.imported = true;
+        flagged.counters.upstream_lost = 3;
+        for good in [sample(3).encode(), flagged.encode()] {
+            for len in 0..good.len() {
+                assert!(TopicInfo::decode(&good[..len]).is_err(), "{len}");
+            }
+            let mut longer = good.clone();
+            longer.push(0);
+            assert!(TopicInfo::decode(&longer).is_err());
+            for byte in 0..good.len() {
+                for bit in 0..8 {
+                    let mut p = good.clone();
+                    p[byte] ^= 1 << bit;
+                    if let Ok(info) = TopicInfo::decode(&p) {
+                        // Whatever is accepted is exactly what it encodes to.
+                        assert_eq!(info.encode(), p, "byte {byte} bit {bit}");
+                    }
                 }
             }
         }

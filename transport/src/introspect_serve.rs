@@ -117,7 +117,9 @@ pub(crate) fn snapshot<'a>(
             admitted: shared.admitted.load(Ordering::Relaxed),
             refused: shared.refused.load(Ordering::Relaxed),
             departed: shared.departed.load(Ordering::Relaxed),
+            upstream_lost: shared.upstream_lost.load(Ordering::Relaxed),
         },
+        imported: shared.imported,
         subscriber_count: count,
         subscribers,
     }

@@ -45,6 +45,7 @@ pub struct PublisherBuilder {
     max_pending: usize,
     max_subscribers: Option<usize>,
     message: MessageType,
+    imported: bool,
     directory: Option<PathBuf>,
 }
 
@@ -64,6 +65,7 @@ impl PublisherBuilder {
             max_pending: 64,
             max_subscribers: None,
             message: MessageType::Bytes,
+            imported: false,
             directory: None,
         }
     }
@@ -200,6 +202,20 @@ impl PublisherBuilder {
         self.declare(MessageType::schema(name, version))
     }
 
+    /// Declares that this publisher republishes messages imported from elsewhere, as a bridge
+    /// does for a topic it imports from another host. Every subscriber learns it in the
+    /// handshake ([`Subscriber::imported`](crate::Subscriber::imported)) and introspection shows
+    /// it ([`TopicInfo::imported`](crate::TopicInfo::imported), `shmcast stat`); a bridge refuses
+    /// to export an imported topic, so that no message can travel round a loop of bridges.
+    /// Default: `false`.
+    ///
+    /// Subscribers built before this declaration existed refuse an imported topic's handshake
+    /// (an invalid `flags` field); they read every other topic as before.
+    pub fn imported(mut self, imported: bool) -> Self {
+        self.imported = imported;
+        self
+    }
+
     /// The directory a topic name's socket is created in, instead of `$SHMCAST_DIR`,
     /// `$XDG_RUNTIME_DIR/shmcast/` or `/tmp/shmcast-<uid>/` (see [`TopicDir`](crate::TopicDir)).
     /// It is made with mode 0700 if missing (its parent must exist); an existing one must be
@@ -245,6 +261,9 @@ pub struct PublisherStats {
     pub refused: u64,
     /// Subscribers that left or died.
     pub departed: u64,
+    /// Messages lost upstream, before they reached this publisher, as noted with
+    /// [`Publisher::note_upstream_lost`].
+    pub upstream_lost: u64,
     /// Every current subscriber.
     pub subscribers: Vec<SubscriberInfo>,
 }
@@ -351,10 +370,12 @@ impl Publisher {
             handshake_timeout: b.handshake_timeout,
             max_pending: b.max_pending,
             max_subscribers: b.max_subscribers,
+            imported: b.imported,
             wake_syscalls: AtomicU64::new(0),
             admitted: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             departed: AtomicU64::new(0),
+            upstream_lost: AtomicU64::new(0),
         });
 
         let (claim, listener) = Claim::bind(&path)?;
@@ -392,6 +413,32 @@ impl Publisher {
     /// What this publisher declared the topic carries, as every subscriber receives it.
     pub fn contract(&self) -> &Contract {
         &self.contract
+    }
+
+    /// Whether this publisher declared that it republishes imported messages
+    /// ([`PublisherBuilder::imported`]).
+    pub fn imported(&self) -> bool {
+        self.shared.imported
+    }
+
+    /// Adds `n` to the messages lost upstream: messages this publisher's source sent that never
+    /// reached it, so no subscriber can receive them (a bridge's importer notes every gap in the
+    /// remote sequence numbers here). The count only grows; it is shown by
+    /// [`stats`](Self::stats), by introspection
+    /// ([`TopicCounters::upstream_lost`](crate::TopicCounters::upstream_lost)) and by
+    /// `shmcast stat`, so that a loss before the topic is never hidden from its readers' side.
+    /// Losses on this host are counted apart: a lossy subscriber's own lag
+    /// ([`RecvError::Lagged`](crate::RecvError::Lagged)) is not upstream.
+    ///
+    /// ```no_run
+    /// let publisher = shmcast::Publisher::builder("relayed").imported(true).bind()?;
+    /// // The source's message 7 followed message 4: 5 and 6 were lost on the way.
+    /// publisher.note_upstream_lost(2);
+    /// assert_eq!(publisher.stats().upstream_lost, 2);
+    /// # Ok::<(), shmcast::BindError>(())
+    /// ```
+    pub fn note_upstream_lost(&self, n: u64) {
+        self.shared.upstream_lost.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Lends a writable `len`-byte buffer inside the ring, waiting while gating subscribers hold
@@ -615,6 +662,7 @@ impl Publisher {
             admitted: self.shared.admitted.load(Ordering::Relaxed),
             refused: self.shared.refused.load(Ordering::Relaxed),
             departed: self.shared.departed.load(Ordering::Relaxed),
+            upstream_lost: self.shared.upstream_lost.load(Ordering::Relaxed),
             subscribers: w.subscribers().collect(),
         }
     }

@@ -308,7 +308,11 @@ impl Server {
             }
         };
         let welcome = Reply::Welcome {
-            flags: 0,
+            flags: if self.shared.imported {
+                handshake::FLAG_IMPORTED
+            } else {
+                0
+            },
             ring_len,
             cb_len: CONTROL_BLOCK_LEN as u64,
             message: self.message.clone(),

@@ -30,10 +30,15 @@ pub(crate) struct Shared {
     pub(crate) handshake_timeout: Duration,
     pub(crate) max_pending: usize,
     pub(crate) max_subscribers: Option<usize>,
+    /// The publisher republishes messages imported from elsewhere (every WELCOME and INFO says so).
+    pub(crate) imported: bool,
     pub(crate) wake_syscalls: AtomicU64,
     pub(crate) admitted: AtomicU64,
     pub(crate) refused: AtomicU64,
     pub(crate) departed: AtomicU64,
+    /// Messages the publisher's source lost before they reached it, as the publisher reports
+    /// them ([`Publisher::note_upstream_lost`](crate::Publisher::note_upstream_lost)).
+    pub(crate) upstream_lost: AtomicU64,
 }
 
 impl Shared {

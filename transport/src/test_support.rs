@@ -116,8 +116,9 @@ pub fn sample_hellos() -> Vec<Vec<u8>> {
 }
 
 /// Valid encodings of WELCOMEs (declaring no type, schemas and Pod types, with names of one
-/// byte, of multi-byte characters and of the longest length) and REFUSEs (empty, ASCII,
-/// multi-byte and over-long texts), for seeding fuzzers and property tests.
+/// byte, of multi-byte characters and of the longest length, some of imported topics) and
+/// REFUSEs (empty, ASCII, multi-byte and over-long texts), for seeding fuzzers and property
+/// tests.
 pub fn sample_replies() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let longest = crate::MAX_CONTRACT_NAME;
@@ -134,7 +135,12 @@ pub fn sample_replies() -> Vec<Vec<u8>> {
     for (i, message) in messages.into_iter().enumerate() {
         let (ring_len, cb_len) = sizes[i % sizes.len()];
         let welcome = Reply::Welcome {
-            flags: 0,
+            // Some from a publisher of an imported topic.
+            flags: if i % 3 == 1 {
+                crate::handshake::FLAG_IMPORTED
+            } else {
+                0
+            },
             ring_len,
             cb_len,
             message,
@@ -298,8 +304,8 @@ pub fn check_introspection(p: &[u8]) -> (bool, bool) {
 }
 
 /// Valid INSPECT and INFO records (no subscriber, a few with and without pids and executables,
-/// every mode, the most rows with the longest executables), for seeding fuzzers and property
-/// tests.
+/// every mode, the most rows with the longest executables, imported topics with and without
+/// messages lost upstream), for seeding fuzzers and property tests.
 pub fn sample_introspection() -> Vec<Vec<u8>> {
     use crate::introspect::{MAX_EXE, MAX_ROWS, ProcessInfo, SubscriberRow, TopicCounters};
     use crate::{Contract, Mode, TopicInfo};
@@ -345,14 +351,35 @@ pub fn sample_introspection() -> Vec<Vec<u8>> {
             admitted: 5,
             refused: 2,
             departed: 1,
+            upstream_lost: 0,
         },
+        imported: false,
         subscriber_count: count,
         subscribers: rows,
+    };
+    let imported = |info: TopicInfo| TopicInfo {
+        imported: true,
+        counters: TopicCounters {
+            upstream_lost: 1234,
+            ..info.counters
+        },
+        ..info
     };
     let long = PathBuf::from("/".to_owned() + &"e".repeat(MAX_EXE - 1));
     vec![
         crate::handshake::Request::inspect(),
         info(MessageType::Bytes, vec![], 0).encode(),
+        imported(info(
+            MessageType::schema("proto:app.Tick", 2),
+            vec![row(1, None)],
+            1,
+        ))
+        .encode(),
+        TopicInfo {
+            imported: true,
+            ..info(MessageType::Bytes, vec![], 0)
+        }
+        .encode(),
         info(
             MessageType::schema("proto:app.Tick", 2),
             (1..4).map(|id| row(id, Some("/bin/sub".into()))).collect(),

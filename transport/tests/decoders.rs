@@ -1,9 +1,10 @@
 //! The handshake decoders against every truncation and extension of valid packets, every header
-//! fault, every value of the WELCOME's contract fields (message kind, alignment, names that are
-//! empty, too long, not UTF-8 or hold control characters, a name length that disagrees with the
-//! packet), and a few hundred thousand random and mutated packets: each input gives a message or
-//! a typed error, never a panic, and an accepted message re-encodes to the bytes received (a
-//! REFUSE's text excepted: it is only shown, so it is decoded lossily and may be shortened).
+//! fault, every WELCOME flag, every value of the WELCOME's contract fields (message kind,
+//! alignment, names that are empty, too long, not UTF-8 or hold control characters, a name
+//! length that disagrees with the packet), and a few hundred thousand random and mutated
+//! packets: each input gives a message or a typed error, never a panic, and an accepted message
+//! re-encodes to the bytes received (a REFUSE's text excepted: it is only shown, so it is
+//! decoded lossily and may be shortened).
 
 mod common;
 
@@ -133,6 +134,22 @@ fn align_of(message: u8) -> u32 {
 
 fn field(name: &str) -> Result<Vec<u8>, String> {
     Err(format!("Field({name:?})"))
+}
+
+#[test]
+fn welcome_flags_accept_exactly_the_imported_bit() {
+    let good = welcome(0, 0, 0, b"");
+    for bit in 0..32 {
+        let mut p = good.clone();
+        p[8..12].copy_from_slice(&(1u32 << bit).to_le_bytes());
+        let expected = if bit == 0 {
+            Ok(p.clone())
+        } else {
+            field("flags")
+        };
+        assert_eq!(decode_reply(&p), expected, "bit {bit}");
+        check(&p);
+    }
 }
 
 #[test]

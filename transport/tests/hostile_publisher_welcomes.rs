@@ -91,7 +91,10 @@ fn lying_welcomes_are_refused() {
         refuse(&with(4, &(version + 1).to_le_bytes()), "protocol version");
         refuse(&with(6, &1u16.to_le_bytes()), "unexpected packet kind");
         refuse(&with(6, &9u16.to_le_bytes()), "unexpected packet kind");
-        refuse(&with(8, &1u32.to_le_bytes()), "invalid field `flags`");
+        // Bit 0 declares the topic imported; no other is defined.
+        for flag in [2u32, 1 << 31, u32::MAX] {
+            refuse(&with(8, &flag.to_le_bytes()), "invalid field `flags`");
+        }
         refuse(&good[..good.len() - 1], "wrong length");
         let mut longer = good.clone();
         longer.push(0);

@@ -102,7 +102,42 @@ fn a_live_publisher_reports_its_subscribers() {
     }
     // Inspecting admitted nobody.
     assert_eq!(publisher.subscriber_count(), 2);
+    assert!(!info.imported && !gating.imported());
+    assert_eq!(info.counters.upstream_lost, 0);
     drop((gating, lossy));
+}
+
+#[test]
+fn an_imported_topic_and_its_upstream_losses_reach_subscribers_and_inspectors() {
+    let _fds = FdGuard::new();
+    let dir = scratch("imported");
+    let mut publisher = Publisher::builder("t")
+        .directory(&dir)
+        .imported(true)
+        .bind()
+        .unwrap();
+    assert!(publisher.imported());
+    let sub = Subscriber::builder("t")
+        .directory(&dir)
+        .connect_timeout(Duration::from_secs(5))
+        .connect()
+        .unwrap();
+    assert!(sub.imported());
+    let inspect = || Inspector::new("t").directory(&dir).inspect().unwrap();
+    let info = inspect();
+    assert!(info.imported);
+    assert_eq!(info.counters.upstream_lost, 0);
+    publisher.send(b"0").unwrap();
+    publisher.note_upstream_lost(5);
+    publisher.send(b"6").unwrap();
+    publisher.note_upstream_lost(u64::from(u32::MAX) + 1);
+    let want = 5 + u64::from(u32::MAX) + 1;
+    assert_eq!(publisher.stats().upstream_lost, want);
+    let info = inspect();
+    assert!(info.imported);
+    assert_eq!(info.counters.upstream_lost, want);
+    assert_eq!(info.counters.messages, 2);
+    drop(sub);
 }
 
 #[test]

@@ -97,6 +97,8 @@ pub struct Subscriber {
     parks: u64,
     /// What the publisher declared the topic carries.
     contract: Contract,
+    /// The publisher declared that it republishes messages imported from elsewhere.
+    imported: bool,
 }
 
 impl std::fmt::Debug for Subscriber {
@@ -143,6 +145,7 @@ impl Subscriber {
             start: b.start,
         };
         let welcome = connect::exchange(&sock, hello, b.handshake_timeout)?;
+        let imported = welcome.imported;
         let (mut reader, contract) = connect::attach(welcome, &b.expect)?;
         reader.set_resume(b.resume);
         sys::net::set_nonblocking(sock.as_fd(), true)?;
@@ -163,6 +166,7 @@ impl Subscriber {
             demotion_reported: false,
             parks: 0,
             contract,
+            imported,
         })
     }
 
@@ -495,6 +499,14 @@ impl Subscriber {
     /// size), whether or not this subscriber stated an expectation.
     pub fn contract(&self) -> &Contract {
         &self.contract
+    }
+
+    /// Whether the publisher declared that it republishes messages imported from elsewhere
+    /// ([`PublisherBuilder::imported`](crate::PublisherBuilder::imported)), as a bridge does for a
+    /// topic it imports: a bridge refuses to export such a topic, so that no message can travel
+    /// round a loop of bridges.
+    pub fn imported(&self) -> bool {
+        self.imported
     }
 
     /// Whether the publisher still gates on this subscriber.
