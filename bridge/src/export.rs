@@ -197,11 +197,12 @@ impl Export {
                 continue;
             }
             // Block only with nothing gathered; otherwise take what is already there, and put
-            // the batch as soon as the ring is empty.
+            // the batch as soon as the ring is empty (without preparing the subscriber's
+            // descriptor for an event loop, which costs the next message its latency).
             let got = if batch.is_empty() {
                 sub.recv_timeout(POLL)
             } else {
-                sub.try_recv()
+                sub.try_recv_ready()
             };
             match got {
                 Ok(sample) => {

@@ -536,3 +536,41 @@ fn busy_subscribers_cost_the_publisher_no_syscall() {
     drop((subs, publisher));
     fds.check();
 }
+
+/// `try_recv_ready` takes what is in the ring and, finding nothing, announces no wait: the next
+/// publication costs the publisher no doorbell, where `try_recv`'s `Empty` costs one.
+#[test]
+fn try_recv_ready_announces_no_wait() {
+    let fds = FdGuard::new();
+    let t = topic("ready");
+    let mut publisher = Publisher::builder(&t).capacity(1 << 16).bind().unwrap();
+    let mut sub = Subscriber::connect(&t).unwrap();
+    for i in 0..3u32 {
+        publisher.send(&i.to_le_bytes()).unwrap();
+    }
+    for i in 0..3u64 {
+        assert_eq!(sub.try_recv_ready().unwrap().seq(), i);
+    }
+    assert!(matches!(sub.try_recv_ready(), Err(RecvError::Empty)));
+    publisher.send(b"next").unwrap();
+    assert_eq!(
+        publisher.stats().wake_syscalls,
+        0,
+        "nobody announced a wait"
+    );
+    assert_eq!(sub.try_recv_ready().unwrap().seq(), 3);
+    // The same look with `try_recv` parks with the subscriber's own signal: one doorbell.
+    assert!(matches!(sub.try_recv(), Err(RecvError::Empty)));
+    publisher.send(b"after").unwrap();
+    assert_eq!(publisher.stats().wake_syscalls, 1);
+    assert_eq!(sub.try_recv_ready().unwrap().seq(), 4);
+    // A closed stream read to its end: `Disconnected`, as from every receive.
+    drop(publisher);
+    assert!(matches!(sub.try_recv_ready(), Err(RecvError::Disconnected)));
+    assert!(matches!(
+        sub.recv_timeout(Duration::from_secs(10)),
+        Err(RecvError::Disconnected)
+    ));
+    drop(sub);
+    fds.check();
+}

@@ -2,8 +2,8 @@
 //! return `Empty`, from the moment `connect` returns, with no prior call. Each event-loop idiom
 //! receives a gating stream from a publisher process (every message checked, in order), then
 //! `Disconnected`: level-triggered epoll with one receive per wakeup and draining, edge-triggered
-//! epoll, `poll()`, mio, readiness first and try first, blocking receives mixed with the
-//! descriptor, and a late joiner's history (`Start::Oldest`) seen without any call.
+//! epoll, `poll()`, mio, readiness first and try first, blocking receives (alone and batched
+//! with `try_recv_ready`) mixed with the descriptor, and a late joiner's history (`Start::Oldest`) seen without any call.
 //!
 //! The publisher has no stall bound, so a descriptor that stays unreadable while a message waits
 //! hangs the stream: each wait is bounded by `HANG`, which fails the test naming the message.
@@ -403,6 +403,33 @@ fn blocking_receives_mixed_with_the_descriptor() {
             if outcome == Outcome::End {
                 break;
             }
+        }
+    });
+}
+
+/// A batching receiver: a blocking receive, then `try_recv_ready` until `Empty`; every few
+/// rounds a wait on the descriptor and `try_recv` instead, which must still find the descriptor
+/// readable whenever a message waits.
+#[test]
+fn batches_of_ready_messages_mixed_with_the_descriptor() {
+    against_publisher("batches", 0, Start::Newest, |mut sub| {
+        let ep = Epoll::new(sub.as_raw_fd(), false);
+        let mut s = Stream::new(COUNT);
+        let mut round = 0u64;
+        loop {
+            round += 1;
+            let first = if round % 5 == 0 {
+                if !ep.wait() {
+                    s.hung("batches mixed with the descriptor");
+                }
+                s.take(sub.try_recv())
+            } else {
+                s.take(sub.recv_timeout(HANG))
+            };
+            if first == Outcome::End {
+                break;
+            }
+            while s.take(sub.try_recv_ready()) == Outcome::Message {}
         }
     });
 }

@@ -192,6 +192,38 @@ impl Subscriber {
         }
     }
 
+    /// Receives the next message if one is already in the ring, and otherwise returns
+    /// [`RecvError::Empty`] at once, without announcing a wait: no syscall either way. The shape
+    /// for a blocking receiver that gathers what is ready after a [`recv`](Self::recv) (to
+    /// batch it) and then blocks again, where [`try_recv`](Self::try_recv)'s `Empty` would prepare
+    /// the descriptor for an event loop that never comes (a few syscalls and a doorbell from
+    /// the publisher for the next message). It takes nothing from the descriptor contract: the
+    /// descriptor stays readable whenever a receive would not return `Empty`. Other errors as
+    /// [`try_recv`](Self::try_recv): `Disconnected` once a publisher that closed the stream has
+    /// been read to its end; one that died without closing it shows as `Empty` here (only the
+    /// hang-up tells), and the next [`recv`](Self::recv) reports it.
+    ///
+    /// ```no_run
+    /// let mut sub = shmcast::Subscriber::connect("ticks")?;
+    /// loop {
+    ///     let mut batch = vec![sub.recv()?.to_vec()];
+    ///     while let Ok(sample) = sub.try_recv_ready() {
+    ///         batch.push(sample.to_vec());
+    ///     }
+    ///     println!("{} messages at once", batch.len());
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_recv_ready(&mut self) -> Result<Sample<'_>, RecvError> {
+        match self.next()? {
+            Some(got) => {
+                self.stuck = 0;
+                Ok(self.sample(got))
+            }
+            None => Err(RecvError::Empty),
+        }
+    }
+
     /// What [`try_recv`](Self::try_recv) finds, not yet lent out (`None`: `Empty`).
     pub(crate) fn try_next(&mut self) -> Result<Option<Got>, RecvError> {
         if let Some(got) = self.next()? {
