@@ -357,9 +357,17 @@ typedef struct shmcast_publisher_options {
      */
     uint32_t spin_limit_us;
     /**
+     * 1: the topic republishes messages imported from elsewhere (a gateway's local topic), so
+     * subscribers learn it (`shmcast_subscriber_imported`), `shmcast stat` and `shmcast list`
+     * show it, and a bridge never exports it again (which could loop). 0 (default): a topic of
+     * this host's own. Other values are `SHMCAST_EINVAL`. Count what the source lost with
+     * `shmcast_publisher_note_upstream_lost`.
+     */
+    uint32_t imported;
+    /**
      * Reserved for future options: zeroed by the `_init` function, must stay zero.
      */
-    uint32_t reserved[3];
+    uint32_t reserved[2];
 } shmcast_publisher_options;
 
 /**
@@ -907,6 +915,25 @@ int shmcast_publisher_send(struct shmcast_publisher *pub,
 int shmcast_publisher_get_stats(struct shmcast_publisher *pub, struct shmcast_publisher_stats *out);
 
 /**
+ * Counts `n` messages that the source this publisher republishes lost before they reached it
+ * (a gap in a remote sequence, say), for a publisher created with `opts->imported = 1` or any
+ * other that relays: `shmcast stat` shows the total as "lost upstream", so a loss before the
+ * topic is never hidden from its readers' side. Losses on this host (a lossy subscriber's
+ * `SHMCAST_ELAGGED`) are counted apart. Never blocks.
+ *
+ * Errors: `SHMCAST_EINVAL` (null argument), `SHMCAST_EBUSY` (a loan is outstanding).
+ *
+ * Threads: callable from any thread, but not concurrently with another call on the same
+ * handle.
+ *
+ * # Safety
+ *
+ * `pub` is `NULL` or a live handle from `shmcast_publisher_create`, not in use by another
+ * thread.
+ */
+int shmcast_publisher_note_upstream_lost(struct shmcast_publisher *pub, uint64_t n);
+
+/**
  * Describes the connected subscribers: stores up to `cap` entries in `out` and the number of
  * subscribers in `*count` (which may exceed `cap`: call again with a larger array to see all).
  *
@@ -1115,6 +1142,21 @@ int shmcast_subscriber_recv_copy(struct shmcast_subscriber *sub,
  * `sub` is `NULL` or a live handle from `shmcast_subscriber_connect`.
  */
 int shmcast_subscriber_fd(const struct shmcast_subscriber *sub);
+
+/**
+ * Whether the topic's publisher declared that it republishes messages imported from elsewhere
+ * (`opts->imported` at `shmcast_publisher_create`, as a bridge's local topic does): 1 if so, 0
+ * if not, `SHMCAST_EINVAL` if `sub` is `NULL`. A gateway checks it to never forward such a
+ * topic back where it came from. Never blocks; callable while a sample is held.
+ *
+ * Threads: callable from any thread, but not concurrently with `shmcast_subscriber_destroy`
+ * on the same handle.
+ *
+ * # Safety
+ *
+ * `sub` is `NULL` or a live handle from `shmcast_subscriber_connect`.
+ */
+int shmcast_subscriber_imported(const struct shmcast_subscriber *sub);
 
 /**
  * Stores in `*out` what the topic carries, as its publisher declared it when this subscriber

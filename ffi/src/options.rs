@@ -131,8 +131,14 @@ pub struct shmcast_publisher_options {
     /// is about to release, the normal state of a small ring. A loan may end up to this much
     /// past its timeout.
     pub spin_limit_us: u32,
+    /// 1: the topic republishes messages imported from elsewhere (a gateway's local topic), so
+    /// subscribers learn it (`shmcast_subscriber_imported`), `shmcast stat` and `shmcast list`
+    /// show it, and a bridge never exports it again (which could loop). 0 (default): a topic of
+    /// this host's own. Other values are `SHMCAST_EINVAL`. Count what the source lost with
+    /// `shmcast_publisher_note_upstream_lost`.
+    pub imported: u32,
     /// Reserved for future options: zeroed by the `_init` function, must stay zero.
-    pub reserved: [u32; 3],
+    pub reserved: [u32; 2],
 }
 
 impl Default for shmcast_publisher_options {
@@ -155,7 +161,8 @@ impl Default for shmcast_publisher_options {
             schema_version: 0,
             directory: std::ptr::null(),
             spin_limit_us: 0,
-            reserved: [0; 3],
+            imported: 0,
+            reserved: [0; 2],
         }
     }
 }
@@ -261,14 +268,14 @@ macro_rules! assert_layout {
 }
 
 // The layout callers compiled against SHMCAST_OPTIONS_VERSION 2 write: `spin_limit_us` took
-// the first reserved word of each struct.
+// the first reserved word of each struct, `imported` the publisher's next one.
 #[cfg(target_pointer_width = "64")]
 assert_layout!(shmcast_publisher_options, 120, {
     abi_version: 0, admission: 4, capacity: 8, max_message: 16, admit_uids: 24,
     admit_uid_count: 32, stall_bound_ms: 40, handshake_timeout_ms: 48,
     max_pending_handshakes: 52, max_subscribers: 56, type_name: 64, schema_name: 72,
     type_size: 80, type_align: 88, schema_version: 92, directory: 96, spin_limit_us: 104,
-    reserved: 108,
+    imported: 108, reserved: 112,
 });
 #[cfg(target_pointer_width = "64")]
 assert_layout!(shmcast_subscriber_options, 88, {
@@ -365,7 +372,17 @@ pub(crate) unsafe fn publisher_builder(
             "max_pending_handshakes must be at least 1",
         ));
     }
+    let imported = match o.imported {
+        0 => false,
+        1 => true,
+        n => {
+            return Err(Failure::invalid(format_args!(
+                "imported must be 0 or 1, not {n}"
+            )));
+        }
+    };
     let mut b = PublisherBuilder::new(topic)
+        .imported(imported)
         .capacity(o.capacity)
         .admission(admission)
         .stall_bound(stall_bound)
@@ -612,7 +629,7 @@ mod tests {
             shmcast_publisher_options::default(),
             shmcast_subscriber_options::default(),
         );
-        assert_eq!((p.spin_limit_us, p.reserved), (0, [0; 3]));
+        assert_eq!((p.spin_limit_us, p.imported, p.reserved), (0, 0, [0; 2]));
         assert_eq!(s.spin_limit_us, 0);
     }
 

@@ -490,6 +490,33 @@ pub unsafe extern "C" fn shmcast_publisher_get_stats(
     })
 }
 
+/// Counts `n` messages that the source this publisher republishes lost before they reached it
+/// (a gap in a remote sequence, say), for a publisher created with `opts->imported = 1` or any
+/// other that relays: `shmcast stat` shows the total as "lost upstream", so a loss before the
+/// topic is never hidden from its readers' side. Losses on this host (a lossy subscriber's
+/// `SHMCAST_ELAGGED`) are counted apart. Never blocks.
+///
+/// Errors: `SHMCAST_EINVAL` (null argument), `SHMCAST_EBUSY` (a loan is outstanding).
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `pub` is `NULL` or a live handle from `shmcast_publisher_create`, not in use by another
+/// thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_publisher_note_upstream_lost(
+    r#pub: *mut shmcast_publisher,
+    n: u64,
+) -> c_int {
+    guard(|| {
+        // SAFETY: the caller promises null or a live handle used by this thread only.
+        unsafe { handle(r#pub) }?.idle()?.note_upstream_lost(n);
+        Ok(())
+    })
+}
+
 /// Describes the connected subscribers: stores up to `cap` entries in `out` and the number of
 /// subscribers in `*count` (which may exceed `cap`: call again with a larger array to see all).
 ///

@@ -36,6 +36,8 @@ pub struct shmcast_subscriber {
     fd: RawFd,
     /// The topic's contract, cached for the same reason.
     contract: Declared,
+    /// Whether the publisher declared the topic imported, cached for the same reason.
+    imported: bool,
 }
 
 impl shmcast_subscriber {
@@ -214,12 +216,14 @@ pub unsafe extern "C" fn shmcast_subscriber_connect(
         let subscriber = unsafe { subscriber_builder(topic, opts) }?.connect()?;
         let fd = subscriber.as_fd().as_raw_fd();
         let contract = Declared::new(subscriber.contract());
+        let imported = subscriber.imported();
         let handle = Box::new(shmcast_subscriber {
             sample: None,
             lent: false,
             subscriber: NonNull::from(Box::leak(Box::new(subscriber))),
             fd,
             contract,
+            imported,
         });
         // SAFETY: as above.
         unsafe { out.write(Box::into_raw(handle)) };
@@ -475,6 +479,29 @@ pub unsafe extern "C" fn shmcast_subscriber_fd(sub: *const shmcast_subscriber) -
         Ok(())
     });
     if code == 0 { fd } else { code }
+}
+
+/// Whether the topic's publisher declared that it republishes messages imported from elsewhere
+/// (`opts->imported` at `shmcast_publisher_create`, as a bridge's local topic does): 1 if so, 0
+/// if not, `SHMCAST_EINVAL` if `sub` is `NULL`. A gateway checks it to never forward such a
+/// topic back where it came from. Never blocks; callable while a sample is held.
+///
+/// Threads: callable from any thread, but not concurrently with `shmcast_subscriber_destroy`
+/// on the same handle.
+///
+/// # Safety
+///
+/// `sub` is `NULL` or a live handle from `shmcast_subscriber_connect`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_subscriber_imported(sub: *const shmcast_subscriber) -> c_int {
+    let mut imported = 0;
+    let code = guard(|| {
+        // SAFETY: the caller promises null or a live handle; only the cached flag is read.
+        let h = unsafe { sub.as_ref() }.ok_or_else(|| Failure::null("sub"))?;
+        imported = c_int::from(h.imported);
+        Ok(())
+    });
+    if code == 0 { imported } else { code }
 }
 
 /// Stores in `*out` what the topic carries, as its publisher declared it when this subscriber

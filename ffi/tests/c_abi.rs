@@ -6,7 +6,7 @@
 
 mod support;
 
-use shmcast_transport::{Publisher, RecvError, Subscriber};
+use shmcast_transport::{Inspector, Publisher, RecvError, Subscriber};
 use support::{
     Link, Runner, checksum_add, checksum_start, compile, expected_checksum, gen_len, gen_message,
 };
@@ -293,16 +293,19 @@ struct Tick {
 
 /// C publishers declare a type and a schema, C subscribers match, mismatch (each field) and
 /// read the declaration; bad declarations and expectations are `SHMCAST_EINVAL`. Then a C
-/// subscriber expecting the C `Tick` meets a Rust publisher of `pod::<Tick>()`.
+/// subscriber expecting the C `Tick` meets a Rust publisher of `pod::<Tick>()`. A C publisher
+/// declared imported is so for C and Rust subscribers and for an inspector, with the losses
+/// upstream it counted.
 fn contract(r: Runner) {
     let rust_topic = r.topic("contract-rust");
+    let imported_topic = r.topic("contract-imported");
     let mut publisher = Publisher::builder(&rust_topic)
         .pod::<Tick>()
         .bind()
         .unwrap();
     let mut c = r.spawn(
         &compile("contract", Link::Shared),
-        &[&r.topic("contract"), &rust_topic],
+        &[&r.topic("contract"), &rust_topic, &imported_topic],
     );
     c.expect_line("connected");
     c.wait_for("the C subscriber admitted", || {
@@ -314,7 +317,15 @@ fn contract(r: Runner) {
             price: 2.5,
         })
         .unwrap();
+    // The C publisher's imported topic, as `shmcast stat` and a subscriber see it.
+    c.expect_line("imported");
+    let info = Inspector::new(&imported_topic).inspect().unwrap();
+    assert!(info.imported);
+    assert_eq!(info.counters.upstream_lost, 7);
+    let sub = Subscriber::connect(&imported_topic).unwrap();
+    assert!(sub.imported());
     let got = c.wait();
+    drop(sub);
     got.assert_success();
     assert!(
         got.stdout.contains("tick seq=42 price_x10=25"),

@@ -3,8 +3,10 @@
  * naming both sides on any difference. Bad declarations and expectations are SHMCAST_EINVAL.
  * Then, against a Rust publisher of `Tick { seq: u64, price: f64 }` declared with `pod::<Tick>()`,
  * the C declaration of the same struct matches: a Rust type is named without its module path.
+ * An imported topic (`imported = 1`) is seen so by its subscribers and counts what its source
+ * lost; one is left for the Rust side to inspect.
  *
- * usage: contract TOPIC_PREFIX RUST_TOPIC */
+ * usage: contract TOPIC_PREFIX RUST_TOPIC IMPORTED_TOPIC */
 #include "common.h"
 #include "expect.h"
 
@@ -220,15 +222,67 @@ static void rust_publisher(const char *t) {
     shmcast_subscriber_destroy(sub);
 }
 
+/* A topic republished from elsewhere: its subscribers learn it, and losses upstream count. */
+static void imported_topic(const char *prefix) {
+    shmcast_publisher_options popts;
+    shmcast_publisher *pub = NULL;
+    shmcast_subscriber *sub = NULL;
+    void *buf = NULL;
+    const char *t = topic(prefix, "imported");
+
+    shmcast_publisher_options_init(&popts);
+    EXPECT_TRUE(popts.imported == 0);
+    popts.imported = 2;
+    EXPECT(shmcast_publisher_create(t, &popts, &pub), SHMCAST_EINVAL);
+    EXPECT_MESSAGE("imported must be 0 or 1, not 2");
+    popts.imported = 1;
+    CHECK_OK(shmcast_publisher_create(t, &popts, &pub));
+    CHECK_OK(shmcast_subscriber_connect(t, NULL, &sub));
+    EXPECT(shmcast_subscriber_imported(sub), 1);
+    CHECK_OK(shmcast_publisher_note_upstream_lost(pub, 3));
+    CHECK_OK(shmcast_publisher_loan(pub, 8, 0, &buf));
+    EXPECT(shmcast_publisher_note_upstream_lost(pub, 1), SHMCAST_EBUSY);
+    CHECK_OK(shmcast_publisher_abandon(pub));
+    EXPECT(shmcast_publisher_note_upstream_lost(NULL, 1), SHMCAST_EINVAL);
+    EXPECT(shmcast_subscriber_imported(NULL), SHMCAST_EINVAL);
+    shmcast_subscriber_destroy(sub);
+    shmcast_publisher_destroy(pub);
+
+    /* A topic of this host's own. */
+    CHECK_OK(shmcast_publisher_create(t, NULL, &pub));
+    CHECK_OK(shmcast_subscriber_connect(t, NULL, &sub));
+    EXPECT(shmcast_subscriber_imported(sub), 0);
+    shmcast_subscriber_destroy(sub);
+    shmcast_publisher_destroy(pub);
+}
+
+/* An imported topic that lost 7 messages upstream, kept until one subscriber has come (the
+ * Rust side inspects it, then subscribes). */
+static void imported_for_inspection(const char *t) {
+    shmcast_publisher_options popts;
+    shmcast_publisher *pub = NULL;
+
+    shmcast_publisher_options_init(&popts);
+    popts.imported = 1;
+    CHECK_OK(shmcast_publisher_create(t, &popts, &pub));
+    CHECK_OK(shmcast_publisher_note_upstream_lost(pub, 7));
+    printf("imported\n");
+    fflush(stdout);
+    CHECK_OK(shmcast_publisher_wait_for_subscribers(pub, 1, 30000));
+    shmcast_publisher_destroy(pub);
+}
+
 int main(int argc, char **argv) {
     int fds_at_start = open_fds();
-    if (argc != 3) {
-        FAIL("usage: contract TOPIC_PREFIX RUST_TOPIC");
+    if (argc != 4) {
+        FAIL("usage: contract TOPIC_PREFIX RUST_TOPIC IMPORTED_TOPIC");
     }
     declared_pod(argv[1]);
     declared_schema_and_nothing(argv[1]);
     bad_declarations(argv[1]);
     rust_publisher(argv[2]);
+    imported_topic(argv[1]);
+    imported_for_inspection(argv[3]);
     EXPECT_NO_FD_LEAK(fds_at_start);
     printf("contract: %d checks passed\n", checks);
     return 0;

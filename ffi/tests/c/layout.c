@@ -14,7 +14,8 @@ struct publisher_options_layout {
     char size[sizeof(shmcast_publisher_options) == 120 ? 1 : -1];
     char directory[AT(shmcast_publisher_options, directory, 96)];
     char spin_limit_us[AT(shmcast_publisher_options, spin_limit_us, 104)];
-    char reserved[AT(shmcast_publisher_options, reserved, 108)];
+    char imported[AT(shmcast_publisher_options, imported, 108)];
+    char reserved[AT(shmcast_publisher_options, reserved, 112)];
 };
 
 struct subscriber_options_layout {
