@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use shmcast::{Mode, Publisher, RecvError, Resume, Subscriber};
+use shmcast::{Mode, Publisher, PublisherStats, RecvError, Resume, Subscriber};
 
 use super::subscribers;
 use super::trial::{Outcome, Transport, Trial, Wait};
@@ -15,6 +15,24 @@ use crate::harness::{
 use crate::payload::{self, Verifier};
 use crate::process;
 use crate::sys::{cpu_self_ns, now_ns};
+
+/// What a shmcast publisher (blocking or async) did in a trial: `published` messages for `cpu`
+/// ns of its CPU, its syscalls and waits for space between the `before` and `after` snapshots.
+pub(super) fn publisher_outcome(
+    published: u64,
+    cpu: u64,
+    before: &PublisherStats,
+    after: &PublisherStats,
+) -> Outcome {
+    Outcome {
+        published,
+        cpu_ns: cpu,
+        cpu_lifetime_ns: cpu,
+        publisher_syscalls: shmcast_syscalls(before, after),
+        publisher_waits: after.space_waits - before.space_waits,
+        ..Outcome::default()
+    }
+}
 
 /// The publisher side: binds a fresh topic, waits for every subscriber, then loans, fills and
 /// publishes until the trial's time is up.
@@ -58,18 +76,7 @@ pub(super) fn publish(trial: Trial) -> Result<Outcome> {
     let cpu = cpu_self_ns() - cpu0;
     let after = publisher.stats();
     drop(publisher);
-    subscribers::collect(
-        fleet,
-        t0,
-        Outcome {
-            published: seq,
-            cpu_ns: cpu,
-            cpu_lifetime_ns: cpu,
-            publisher_syscalls: shmcast_syscalls(&before, &after),
-            publisher_waits: after.space_waits - before.space_waits,
-            ..Outcome::default()
-        },
-    )
+    subscribers::collect(fleet, t0, publisher_outcome(seq, cpu, &before, &after))
 }
 
 /// The subscriber side, on topic `endpoint`: checks every message until the publisher is gone,

@@ -1,13 +1,15 @@
 //! The subscriber processes of a stream trial: started with their endpoint, and their reports
 //! collected once the publisher has ended the stream.
 
-use std::os::fd::RawFd;
+use std::os::fd::{OwnedFd, RawFd};
 use std::time::Instant;
 
+use rustix::net::SocketType;
+
 use super::trial::{Outcome, Trial};
-use crate::error::Result;
-use crate::harness::STALL;
-use crate::process::{Fleet, Spec};
+use crate::error::{Result, sys};
+use crate::harness::{STALL, STARTUP};
+use crate::process::{self, Fleet, Spec};
 
 /// The child role of a stream subscriber.
 pub const ROLE: &str = "stream-subscriber";
@@ -40,6 +42,26 @@ pub(super) fn spawn(
         })?;
     }
     Ok(fleet)
+}
+
+/// Spawns the subscribers of `trial` each on its own unix stream socket pair and waits until
+/// every one is ready; returns the publisher's ends, one per subscriber, and the fleet.
+pub(super) fn spawn_on_sockets(trial: Trial) -> Result<(Vec<OwnedFd>, Fleet)> {
+    let mut mine: Vec<OwnedFd> = Vec::with_capacity(trial.subs);
+    let mut theirs: Vec<OwnedFd> = Vec::with_capacity(trial.subs);
+    for _ in 0..trial.subs {
+        let (a, b) = crate::sys::unix_pair(SocketType::STREAM).map_err(sys("socketpair"))?;
+        mine.push(a);
+        theirs.push(b);
+    }
+    let mut fleet = spawn(trial, |i| {
+        let fd = process::raw(&theirs[i]);
+        (fd.to_string(), vec![fd])
+    })?;
+    // The subscribers hold their ends now; ours must close so they see the end of stream.
+    drop(theirs);
+    fleet.expect_all("ready", Instant::now() + STARTUP)?;
+    Ok((mine, fleet))
 }
 
 /// Collects the subscribers' reports after the publisher ended the stream, reaps them and

@@ -16,16 +16,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ::tokio::io::{AsyncReadExt, AsyncWriteExt};
-use rustix::net::SocketType;
 use shmcast::tokio::{AsyncPublisher, AsyncSubscriber};
 use shmcast::{Publisher, RecvError};
 
+use super::shmcast::publisher_outcome;
 use super::subscribers;
 use super::trial::{Outcome, Trial};
 use crate::error::{BenchError, Result, failed, sys};
 use crate::harness::{
-    STALL, STARTUP, ring_capacity, shmcast_syscalls, stalled, tokio_runtime, unique_topic,
-    wait_for_subscribers,
+    STALL, STARTUP, ring_capacity, stalled, tokio_runtime, unique_topic, wait_for_subscribers,
 };
 use crate::payload::{self, Verifier};
 use crate::process;
@@ -73,18 +72,7 @@ pub(super) fn publish_shmcast(trial: Trial) -> Result<Outcome> {
     })?;
     drop(rt);
     let (seq, t0) = published;
-    subscribers::collect(
-        fleet,
-        t0,
-        Outcome {
-            published: seq,
-            cpu_ns: cpu,
-            cpu_lifetime_ns: cpu,
-            publisher_syscalls: shmcast_syscalls(&before, &after),
-            publisher_waits: after.space_waits - before.space_waits,
-            ..Outcome::default()
-        },
-    )
+    subscribers::collect(fleet, t0, publisher_outcome(seq, cpu, &before, &after))
 }
 
 /// The `shmcast-tokio` subscriber on topic `endpoint`: checks every message in place until the
@@ -111,19 +99,7 @@ pub(super) fn subscribe_shmcast(endpoint: &str, verifier: &mut Verifier) -> Resu
 
 /// The `tokio-unix` publisher.
 pub(super) fn publish_unix(trial: Trial) -> Result<Outcome> {
-    let mut mine: Vec<OwnedFd> = Vec::with_capacity(trial.subs);
-    let mut theirs: Vec<OwnedFd> = Vec::with_capacity(trial.subs);
-    for _ in 0..trial.subs {
-        let (a, b) = crate::sys::unix_pair(SocketType::STREAM).map_err(sys("socketpair"))?;
-        mine.push(a);
-        theirs.push(b);
-    }
-    let mut fleet = subscribers::spawn(trial, |i| {
-        let fd = process::raw(&theirs[i]);
-        (fd.to_string(), vec![fd])
-    })?;
-    drop(theirs);
-    fleet.expect_all("ready", Instant::now() + STARTUP)?;
+    let (mine, fleet) = subscribers::spawn_on_sockets(trial)?;
     let rt = tokio_runtime()?;
     let (seq, t0, cpu) = rt.block_on(async {
         let mut streams = Vec::with_capacity(mine.len());

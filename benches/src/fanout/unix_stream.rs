@@ -5,12 +5,11 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::time::Instant;
 
 use rustix::event::{PollFd, PollFlags};
-use rustix::net::SocketType;
 
 use super::subscribers;
 use super::trial::{Outcome, Trial, Wait};
 use crate::error::{BenchError, Result, sys};
-use crate::harness::{STALL, STARTUP, stalled};
+use crate::harness::{STALL, stalled};
 use crate::payload::{self, Verifier};
 use crate::process;
 use crate::sys::{cpu_self_ns, now_ns};
@@ -18,20 +17,7 @@ use crate::sys::{cpu_self_ns, now_ns};
 /// The publisher side: non-blocking `send`s to every socket, and a `poll` only when every
 /// unfinished socket is full, so a slow subscriber never idles the others.
 pub(super) fn publish(trial: Trial) -> Result<Outcome> {
-    let mut mine: Vec<OwnedFd> = Vec::with_capacity(trial.subs);
-    let mut theirs: Vec<OwnedFd> = Vec::with_capacity(trial.subs);
-    for _ in 0..trial.subs {
-        let (a, b) = crate::sys::unix_pair(SocketType::STREAM).map_err(sys("socketpair"))?;
-        mine.push(a);
-        theirs.push(b);
-    }
-    let mut fleet = subscribers::spawn(trial, |i| {
-        let fd = process::raw(&theirs[i]);
-        (fd.to_string(), vec![fd])
-    })?;
-    // The subscribers hold their ends now; ours must close so they see the end of stream.
-    drop(theirs);
-    fleet.expect_all("ready", Instant::now() + STARTUP)?;
+    let (mine, fleet) = subscribers::spawn_on_sockets(trial)?;
 
     let mut msg = vec![0u8; trial.size];
     let mut sent = vec![0usize; trial.subs];
