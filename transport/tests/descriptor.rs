@@ -438,7 +438,7 @@ fn batches_of_ready_messages_mixed_with_the_descriptor() {
 #[test]
 fn history_readable_from_connect() {
     let history = 20;
-    against_publisher("oldest", history, Start::Oldest, |mut sub| {
+    against_publisher("oldest", history, Start::Oldest, |sub| {
         let fd = sub.as_raw_fd();
         let mut p = libc::pollfd {
             fd,
@@ -448,20 +448,7 @@ fn history_readable_from_connect() {
         // SAFETY: one valid pollfd; a zero timeout only looks.
         let n = unsafe { libc::poll(&mut p, 1, 0) };
         assert_eq!(n, 1, "history waiting, yet the descriptor is not readable");
-        let ep = Epoll::new(fd, true);
-        let mut s = Stream::new(COUNT);
-        'stream: loop {
-            if !ep.wait() {
-                s.hung("late joiner, edge-triggered");
-            }
-            loop {
-                match s.take(sub.try_recv()) {
-                    Outcome::Message => {}
-                    Outcome::Empty => break,
-                    Outcome::End => break 'stream,
-                }
-            }
-        }
+        readiness_first_until_empty(sub, true, "late joiner, edge-triggered");
     });
 }
 
