@@ -6,7 +6,8 @@
 //! 3. park/wake: a reader that parks (on its own signal, or on the ring's wake word) never
 //!    sleeps on a committed message, and a writer waiting for space never sleeps on a release;
 //! 4. a reader joining and another leaving while the writer commits;
-//! 5. gating and lossy readers on one ring.
+//! 5. gating and lossy readers on one ring;
+//! 6. a writer that ends a lap early (the cache window) while a gating reader reads.
 #![cfg(shmcast_loom)]
 
 mod support;
@@ -367,4 +368,35 @@ fn model5_gating_and_lossy_on_one_ring() {
         let (got, missed) = tl.join().unwrap();
         assert_eq!(got + missed, 2);
     });
+}
+
+/// Set once an execution of model 6 took the early wrap (outside loom: it spans executions).
+static EARLY_WRAP_SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+#[test]
+fn model6_early_wrap_while_reading() {
+    // 32-byte frames in a 128-byte ring: at offset 64 the writer starts the next lap early if
+    // the reader has released the lap's first message, and fills the ring otherwise.
+    const LENS: [usize; 5] = [8, 8, 8, 8, 8];
+    loom::model(|| {
+        let cfg = RingConfig::new(128, 16).unwrap();
+        let mut w = Writer::<Wake>::new(Region::heap(cfg.region_len()), cfg).unwrap();
+        w.set_cache_window(32);
+        let (wake, space) = (notify(), notify());
+        let mut r = join(&mut w, Mode::Gating, Start::Newest, wake.clone());
+        let s = space.clone();
+        let t = thread::spawn(move || drain_gating(&mut r, &LENS, 0, &wake, &s));
+        for (seq, &len) in LENS.iter().enumerate() {
+            send_wait(&mut w, &msg(seq as u64, len), &space);
+        }
+        if w.stats().early_wraps > 0 {
+            EARLY_WRAP_SEEN.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        w.close(|n| n.notify());
+        assert_eq!(t.join().unwrap(), 5, "every message, in order, once");
+    });
+    assert!(
+        EARLY_WRAP_SEEN.load(std::sync::atomic::Ordering::Relaxed),
+        "no execution wrapped early"
+    );
 }

@@ -78,4 +78,6 @@ pub use region::Region;
 pub use reservation::{Reservation, ReserveError};
 pub use resume::Resume;
 pub use wake::Wakeups;
-pub use writer::{Mode, Start, SubscriberId, SubscriberInfo, Writer, WriterStats};
+pub use writer::{
+    DEFAULT_CACHE_WINDOW, Mode, Start, SubscriberId, SubscriberInfo, Writer, WriterStats,
+};

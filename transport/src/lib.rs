@@ -208,8 +208,8 @@ pub use introspect::{MAX_EXE, MAX_ROWS, ProcessInfo, SubscriberRow, TopicCounter
 pub use loan::{Loan, LoanFull, PodLoan};
 pub use policy::Admission;
 pub use publisher::{
-    DEFAULT_SPIN_LIMIT, DEFAULT_STALL_BOUND, MAX_SPIN_LIMIT, Publisher, PublisherBuilder,
-    PublisherStats,
+    DEFAULT_CACHE_WINDOW, DEFAULT_SPIN_LIMIT, DEFAULT_STALL_BOUND, MAX_SPIN_LIMIT, Publisher,
+    PublisherBuilder, PublisherStats,
 };
 pub use shmcast_core::Resume;
 pub use shmcast_core::{FrameError, Mode, Start, SubscriberId, SubscriberInfo};

@@ -13,6 +13,7 @@ use crate::spin::{self, Spin};
 use crate::sys;
 use crate::topic;
 use crate::wake::{self, SpaceWait};
+pub use shmcast_core::DEFAULT_CACHE_WINDOW;
 use shmcast_core::{ReserveError, RingConfig, SubscriberInfo, Writer};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -41,6 +42,7 @@ pub struct PublisherBuilder {
     admission: Admission,
     stall_bound: Option<Duration>,
     spin_limit: Duration,
+    cache_window: u64,
     handshake_timeout: Duration,
     max_pending: usize,
     max_subscribers: Option<usize>,
@@ -61,6 +63,7 @@ impl PublisherBuilder {
             admission: Admission::SameUid,
             stall_bound: Some(DEFAULT_STALL_BOUND),
             spin_limit: DEFAULT_SPIN_LIMIT,
+            cache_window: DEFAULT_CACHE_WINDOW,
             handshake_timeout: Duration::from_secs(2),
             max_pending: 64,
             max_subscribers: None,
@@ -122,6 +125,30 @@ impl PublisherBuilder {
     /// than [`MAX_SPIN_LIMIT`] (10 ms) counts as that.
     pub fn spin_limit(mut self, limit: Duration) -> Self {
         self.spin_limit = limit;
+        self
+    }
+
+    /// Keeps a stream whose subscribers keep up in the front `bytes` of the ring (plus a
+    /// message), where it stays in the CPU caches, instead of cycling the whole ring through
+    /// memory (default [`DEFAULT_CACHE_WINDOW`], 4 MiB; 0 turns it off; a ring no larger than
+    /// the window is used whole anyway). The publisher starts the next lap early only while
+    /// every subscriber is gating and has caught up, so it never waits or overwrites anything
+    /// for it, and a subscriber that falls behind gets the whole ring. Large messages through a
+    /// large ring gain most (measured: up to twice the messages per second with 1 MiB messages
+    /// in a 64 MiB ring). The price: while it applies, a subscriber that joins with
+    /// [`Start::Oldest`](crate::Start::Oldest) finds the messages of the window, not of the
+    /// whole ring; turn it off for a topic whose late joiners need the whole history.
+    ///
+    /// ```no_run
+    /// // 64 MiB of history for late joiners, whatever the subscribers do.
+    /// let publisher = shmcast::Publisher::builder("frames")
+    ///     .capacity(64 << 20)
+    ///     .cache_window(0)
+    ///     .bind()?;
+    /// # Ok::<(), shmcast::BindError>(())
+    /// ```
+    pub fn cache_window(mut self, bytes: u64) -> Self {
+        self.cache_window = bytes;
         self
     }
 
@@ -255,6 +282,8 @@ pub struct PublisherStats {
     pub space_waits: u64,
     /// Gating subscribers demoted to lossy.
     pub demotions: u64,
+    /// Laps started early to stay in the cache window ([`PublisherBuilder::cache_window`]).
+    pub early_wraps: u64,
     /// Subscribers admitted so far.
     pub admitted: u64,
     /// Connections refused (policy, protocol, overload, timeout).
@@ -356,7 +385,9 @@ impl Publisher {
         let region = ring
             .region()
             .map_err(|e| std::io::Error::other(e.to_string()))?;
-        let writer = Writer::new(region, cfg).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let mut writer =
+            Writer::new(region, cfg).map_err(|e| std::io::Error::other(e.to_string()))?;
+        writer.set_cache_window(b.cache_window);
         drop(ring);
 
         let shared = Arc::new(Shared {
@@ -659,6 +690,7 @@ impl Publisher {
             full: ws.full + self.full_async,
             space_waits: self.space_waits,
             demotions: ws.demotions,
+            early_wraps: ws.early_wraps,
             admitted: self.shared.admitted.load(Ordering::Relaxed),
             refused: self.shared.refused.load(Ordering::Relaxed),
             departed: self.shared.departed.load(Ordering::Relaxed),

@@ -1,7 +1,8 @@
 //! The stream between real processes, at volume: a million checksummed messages from a
 //! publisher to two gating and two lossy subscriber processes (`SHMCAST_MP_MESSAGES` sets the
 //! count). The gating ones receive every message in order, the lossy ones every message they
-//! receive intact, and each counts exactly what it missed.
+//! receive intact, and each counts exactly what it missed. And a stream whose gating subscribers
+//! keep up, kept in the front of its ring by the cache window, delivered whole to two processes.
 //!
 //! This test binary re-executes itself in a child role (see `role_entry` and `common::child`).
 //! Every wait is bounded by a watchdog; nothing here asserts on time. The test holds a
@@ -95,6 +96,67 @@ fn million_messages_to_two_gating_and_two_lossy_processes() {
         "published {count}: {} wake syscalls ({:.4} per message), lossy received {lossy_received}",
         stats.wake_syscalls,
         stats.wake_syscalls as f64 / count as f64
+    );
+    fds.check();
+}
+
+#[test]
+fn a_stream_kept_in_the_cache_window_reaches_two_gating_processes_whole() {
+    let count: u64 = 8_000;
+    let fds = FdGuard::new();
+    let (max, window) = (4096usize, 64 << 10);
+    let t = topic("window");
+    let mut publisher = Publisher::builder(&t)
+        .capacity(1 << 20)
+        .max_message(max as u64)
+        .cache_window(window)
+        .bind()
+        .unwrap();
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            let args = [
+                t.clone(),
+                "gating".into(),
+                max.to_string(),
+                count.to_string(),
+            ];
+            let mut c = spawn("subscriber", &args);
+            c.expect_line("ready");
+            c
+        })
+        .collect();
+    until("subscribers never admitted", || {
+        publisher.subscriber_count() == 2
+    });
+    let mut buf = Vec::new();
+    for seq in 0..count {
+        message(seq, max, &mut buf);
+        let mut loan = publisher
+            .loan_timeout(buf.len(), WATCHDOG)
+            .expect("watchdog: publisher stuck");
+        loan.copy_from_slice(&buf);
+        loan.publish();
+        if seq % 16 == 15 {
+            // Let them catch up now and then, so that the window applies whatever the speeds.
+            until("subscribers never caught up", || {
+                publisher
+                    .stats()
+                    .subscribers
+                    .iter()
+                    .all(|s| s.lag_bytes == 0)
+            });
+        }
+    }
+    let stats = publisher.stats();
+    drop(publisher);
+    for c in children {
+        roles::received_all(c, count);
+    }
+    // About 2 KiB a message on average: the stream would fill the 1 MiB ring about 16 times, the window 250.
+    assert!(
+        stats.early_wraps > 100,
+        "{} early wraps in {count} messages",
+        stats.early_wraps
     );
     fds.check();
 }
