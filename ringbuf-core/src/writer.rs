@@ -41,6 +41,8 @@ use crate::sync::{AtomicU32, Ordering, fence};
 use crate::wake::{self, Wakeups};
 use core::fmt;
 
+mod window;
+
 /// How a subscriber is served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Mode {
@@ -110,9 +112,7 @@ pub struct WriterStats {
     pub early_wraps: u64,
 }
 
-/// Default of [`Writer::set_cache_window`]: 4 MiB, a core's L2 cache on the machines measured
-/// (see the performance notes, "A stream that keeps up stays in the front of the ring").
-pub const DEFAULT_CACHE_WINDOW: u64 = 4 << 20;
+pub use window::DEFAULT_CACHE_WINDOW;
 
 struct Slot<A> {
     id: SubscriberId,
@@ -225,20 +225,6 @@ impl<A> Writer<A> {
         self.slots.len()
     }
 
-    /// Keeps a stream whose subscribers keep up within the first `bytes` of the ring (and one
-    /// message more), where it stays in the CPU caches, instead of cycling the whole ring
-    /// through memory. Once a lap is `bytes` in (and at least two of the next message), the
-    /// writer starts the next lap with a padding frame, but only when that costs no wait and
-    /// no history a subscriber relies on: every admitted subscriber is gating (none lossy, at
-    /// least one) and all have released the lap's first message. A subscriber that falls behind
-    /// gets the whole ring as before. 0 turns it off; default [`DEFAULT_CACHE_WINDOW`].
-    ///
-    /// The price: while the window applies, a subscriber joining with [`Start::Oldest`] finds
-    /// the messages of the window, not of the whole ring.
-    pub fn set_cache_window(&mut self, bytes: u64) {
-        self.cache_window = bytes;
-    }
-
     fn need_for(&self, len: usize) -> Result<(u64, u64, u32), ReserveError> {
         let max = self.cfg.max_payload();
         if len > max {
@@ -248,35 +234,6 @@ impl<A> Writer<A> {
         let room = self.cfg.capacity() - (self.committed & self.mask);
         let pad = if span > room { room } else { 0 };
         Ok((pad, pad + span, len as u32))
-    }
-
-    /// Whether to end this lap now with a padding frame, before a `span`-byte frame
-    /// ([`set_cache_window`](Self::set_cache_window)).
-    fn wraps_early(&mut self, span: u64) -> bool {
-        let off = self.committed & self.mask;
-        let room = self.cfg.capacity() - off;
-        if self.cache_window == 0
-            || off < self.cache_window.max(2 * span)
-            || self.committed < self.next_early_look
-            || room - frame::FRAME_HEADER_LEN as u64 > u64::from(u32::MAX)
-        {
-            return false;
-        }
-        // Read the cursors at most once per sixteenth of the window (small messages).
-        self.next_early_look = self.committed + (self.cache_window / 16).max(span);
-        if !self.all_gating() {
-            return false;
-        }
-        if !self.has_space(room + span) {
-            self.refresh_min_gate();
-        }
-        // Refreshing may have demoted someone.
-        self.all_gating() && self.has_space(room + span)
-    }
-
-    /// At least one subscriber, and every one gating.
-    fn all_gating(&self) -> bool {
-        !self.slots.is_empty() && self.slots.iter().all(|s| s.mode == Mode::Gating)
     }
 
     fn has_space(&self, need: u64) -> bool {

@@ -175,6 +175,7 @@ mod introspect_serve;
 mod loan;
 mod policy;
 mod publisher;
+mod publisher_stats;
 mod readiness;
 mod server;
 mod shared;

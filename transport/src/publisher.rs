@@ -6,6 +6,7 @@ use crate::error::{BindError, LoanError, WaitError};
 use crate::full_wait::{FullWait, Next, Wait};
 use crate::loan::{Loan, PodLoan};
 use crate::policy::Admission;
+pub use crate::publisher_stats::PublisherStats;
 use crate::server;
 use crate::shared::Shared;
 use crate::shm::SharedMemory;
@@ -14,7 +15,7 @@ use crate::sys;
 use crate::topic;
 use crate::wake::{self, SpaceWait};
 pub use shmcast_core::DEFAULT_CACHE_WINDOW;
-use shmcast_core::{ReserveError, RingConfig, SubscriberInfo, Writer};
+use shmcast_core::{ReserveError, RingConfig, Writer};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -267,34 +268,6 @@ impl PublisherBuilder {
     pub fn bind(self) -> Result<Publisher, BindError> {
         Publisher::create(self)
     }
-}
-
-/// Publisher statistics.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PublisherStats {
-    /// Messages published.
-    pub messages: u64,
-    /// Wake syscalls made (doorbell sends and futex wakes). Zero while no subscriber is parked.
-    pub wake_syscalls: u64,
-    /// Times a loan found the ring full.
-    pub full: u64,
-    /// Times the publisher slept waiting for space.
-    pub space_waits: u64,
-    /// Gating subscribers demoted to lossy.
-    pub demotions: u64,
-    /// Laps started early to stay in the cache window ([`PublisherBuilder::cache_window`]).
-    pub early_wraps: u64,
-    /// Subscribers admitted so far.
-    pub admitted: u64,
-    /// Connections refused (policy, protocol, overload, timeout).
-    pub refused: u64,
-    /// Subscribers that left or died.
-    pub departed: u64,
-    /// Messages lost upstream, before they reached this publisher, as noted with
-    /// [`Publisher::note_upstream_lost`].
-    pub upstream_lost: u64,
-    /// Every current subscriber.
-    pub subscribers: Vec<SubscriberInfo>,
 }
 
 /// The single publisher of a topic: owns the ring, lends writable buffers inside it, and wakes
