@@ -247,9 +247,10 @@ impl<A> Writer<A> {
             return Err(ReserveError::Closed);
         }
         let (mut pad, mut need, len) = self.need_for(len)?;
-        if pad == 0 && self.wraps_early(need) {
-            pad = self.cfg.capacity() - (self.committed & self.mask);
-            need += pad;
+        if pad == 0
+            && let Some(room) = self.early_wrap(need)
+        {
+            (pad, need) = (room, room + need);
             self.stats.early_wraps += 1;
         }
         if !self.has_space(need) {

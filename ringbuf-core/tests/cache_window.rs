@@ -7,7 +7,7 @@ use shmcast_core::{
     RingConfig, Start, Writer,
 };
 
-use shmcast_core::testing::Rng;
+use shmcast_core::testing::{Rng, spawn_random_writer};
 
 const CAP: u64 = 4096;
 const WINDOW: u64 = 1024;
@@ -158,24 +158,7 @@ fn threads_mix_early_and_full_laps() {
     let total: u64 = if cfg!(miri) { 80 } else { 200_000 };
     let mut w = ring(WINDOW);
     let r = join(&mut w, Mode::Gating, Start::Newest);
-    let writer = std::thread::spawn(move || {
-        let mut rng = Rng(7);
-        let mut seq = 0;
-        while seq < total {
-            let len = rng.below(513) as usize;
-            match w.try_reserve(len) {
-                Ok(res) => {
-                    w.write_payload(&res, &payload(seq, len));
-                    w.commit(res, |_| {});
-                    seq += 1;
-                }
-                Err(ReserveError::Full { .. }) => std::thread::yield_now(),
-                Err(e) => panic!("{e}"),
-            }
-        }
-        w.close(|_| {});
-        w.stats().early_wraps
-    });
+    let writer = spawn_random_writer(w, total, 7, 512, payload);
     let reader = std::thread::spawn(move || {
         let mut r = r;
         let mut rng = Rng(11);
@@ -198,7 +181,7 @@ fn threads_mix_early_and_full_laps() {
             }
         }
     });
-    let early = writer.join().unwrap();
+    let early = writer.join().unwrap().stats().early_wraps;
     assert_eq!(reader.join().unwrap(), total);
     if !cfg!(miri) {
         assert!(early > 0, "no early wrap in {total} messages");

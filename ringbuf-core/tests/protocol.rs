@@ -7,7 +7,7 @@ use shmcast_core::{
     Writer,
 };
 
-use shmcast_core::testing::Rng;
+use shmcast_core::testing::{Rng, spawn_random_writer};
 
 fn ring(cap: u64, max: u64) -> Writer<u32> {
     let cfg = RingConfig::new(cap, max).unwrap();
@@ -363,23 +363,7 @@ fn threads_gating_and_lossy() {
     let mut w = ring(4096, 512);
     let gating = join(&mut w, Mode::Gating, Start::Newest, 0);
     let lossy = join(&mut w, Mode::Lossy, Start::Newest, 1);
-    let writer = std::thread::spawn(move || {
-        let mut rng = Rng(42);
-        let mut seq = 0;
-        while seq < total {
-            let len = rng.below(513) as usize;
-            match w.try_reserve(len) {
-                Ok(res) => {
-                    w.write_payload(&res, &payload(seq, len));
-                    w.commit(res, |_| {});
-                    seq += 1;
-                }
-                Err(ReserveError::Full { .. }) => std::thread::yield_now(),
-                Err(e) => panic!("{e}"),
-            }
-        }
-        w.close(|_| {});
-    });
+    let writer = spawn_random_writer(w, total, 42, 512, payload);
     let gating = std::thread::spawn(move || {
         let mut r = gating;
         let mut expect = 0;

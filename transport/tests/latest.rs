@@ -9,8 +9,8 @@
 
 mod common;
 
-use common::child::{WATCHDOG, spawn};
-use common::message::{message, verify};
+use common::child::{WATCHDOG, spawn_ready};
+use common::message::{publish, verify};
 use common::{FdGuard, until};
 use shmcast::{Mode, Publisher, RecvError, Resume, Subscriber};
 use std::time::Duration;
@@ -136,18 +136,6 @@ fn field(out: &str, name: &str) -> u64 {
         .unwrap()
 }
 
-fn publish(publisher: &mut Publisher, seqs: std::ops::Range<u64>, max: usize) {
-    let mut buf = Vec::new();
-    for seq in seqs {
-        message(seq, max, &mut buf);
-        let mut loan = publisher
-            .loan_timeout(buf.len(), WATCHDOG)
-            .expect("watchdog: publisher stuck");
-        loan.copy_from_slice(&buf);
-        loan.publish();
-    }
-}
-
 #[test]
 fn latest_readers_account_for_every_message_of_a_flat_out_publisher() {
     let fds = FdGuard::new();
@@ -167,9 +155,7 @@ fn latest_readers_account_for_every_message_of_a_flat_out_publisher() {
                 max.to_string(),
                 count.to_string(),
             ];
-            let mut c = spawn("latest", &args);
-            c.expect_line("ready");
-            c
+            spawn_ready("latest", &args)
         })
         .collect();
     until("subscribers never admitted", || {
@@ -198,8 +184,7 @@ fn a_lapped_subscriber_resumes_with_the_newest_or_the_oldest_message() {
             .max_message(max as u64)
             .bind()
             .unwrap();
-        let mut c = spawn("resume", &[t.clone(), resume.into(), max.to_string()]);
-        c.expect_line("ready");
+        let mut c = spawn_ready("resume", &[t.clone(), resume.into(), max.to_string()]);
         until("subscriber never admitted", || {
             publisher.subscriber_count() == 1
         });

@@ -10,8 +10,8 @@
 
 mod common;
 
-use common::child::{WATCHDOG, spawn};
-use common::message::message;
+use common::child::spawn_ready;
+use common::message::publish;
 use common::{FdGuard, roles, until};
 use shmcast::Publisher;
 
@@ -49,31 +49,19 @@ fn million_messages_to_two_gating_and_two_lossy_processes() {
     let mut children: Vec<_> = ["gating", "gating", "lossy", "lossy"]
         .iter()
         .map(|mode| {
-            let mut c = spawn(
-                "subscriber",
-                &[
-                    t.clone(),
-                    mode.to_string(),
-                    max.to_string(),
-                    count.to_string(),
-                ],
-            );
-            c.expect_line("ready");
-            c
+            let args = [
+                t.clone(),
+                mode.to_string(),
+                max.to_string(),
+                count.to_string(),
+            ];
+            spawn_ready("subscriber", &args)
         })
         .collect();
     until("subscribers never admitted", || {
         publisher.subscriber_count() == 4
     });
-    let mut buf = Vec::new();
-    for seq in 0..count {
-        message(seq, max, &mut buf);
-        let mut loan = publisher
-            .loan_timeout(buf.len(), WATCHDOG)
-            .expect("watchdog: publisher stuck");
-        loan.copy_from_slice(&buf);
-        loan.publish();
-    }
+    publish(&mut publisher, 0..count, max);
     let stats = publisher.stats();
     drop(publisher);
     let mut lossy_received = 0;
@@ -120,32 +108,22 @@ fn a_stream_kept_in_the_cache_window_reaches_two_gating_processes_whole() {
                 max.to_string(),
                 count.to_string(),
             ];
-            let mut c = spawn("subscriber", &args);
-            c.expect_line("ready");
-            c
+            spawn_ready("subscriber", &args)
         })
         .collect();
     until("subscribers never admitted", || {
         publisher.subscriber_count() == 2
     });
-    let mut buf = Vec::new();
-    for seq in 0..count {
-        message(seq, max, &mut buf);
-        let mut loan = publisher
-            .loan_timeout(buf.len(), WATCHDOG)
-            .expect("watchdog: publisher stuck");
-        loan.copy_from_slice(&buf);
-        loan.publish();
-        if seq % 16 == 15 {
-            // Let them catch up now and then, so that the window applies whatever the speeds.
-            until("subscribers never caught up", || {
-                publisher
-                    .stats()
-                    .subscribers
-                    .iter()
-                    .all(|s| s.lag_bytes == 0)
-            });
-        }
+    for from in (0..count).step_by(16) {
+        publish(&mut publisher, from..(from + 16).min(count), max);
+        // Let them catch up now and then, so that the window applies whatever the speeds.
+        until("subscribers never caught up", || {
+            publisher
+                .stats()
+                .subscribers
+                .iter()
+                .all(|s| s.lag_bytes == 0)
+        });
     }
     let stats = publisher.stats();
     drop(publisher);

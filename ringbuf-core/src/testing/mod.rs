@@ -4,7 +4,9 @@
 
 mod hostile;
 mod rng;
+mod writer_thread;
 
 pub use crate::step::{StepGuard, on_step};
 pub use hostile::check_hostile_control_blocks;
 pub use rng::Rng;
+pub use writer_thread::spawn_random_writer;

@@ -23,9 +23,9 @@ impl<A> Writer<A> {
         self.cache_window = bytes;
     }
 
-    /// Whether to end this lap now with a padding frame, before a `span`-byte frame
-    /// ([`set_cache_window`](Self::set_cache_window)).
-    pub(super) fn wraps_early(&mut self, span: u64) -> bool {
+    /// The padding that ends this lap now, before a `span`-byte frame, if the window calls for
+    /// it ([`set_cache_window`](Self::set_cache_window)): the room left in the lap.
+    pub(super) fn early_wrap(&mut self, span: u64) -> Option<u64> {
         let off = self.committed & self.mask;
         let room = self.cfg.capacity() - off;
         if self.cache_window == 0
@@ -33,18 +33,18 @@ impl<A> Writer<A> {
             || self.committed < self.next_early_look
             || room - frame::FRAME_HEADER_LEN as u64 > u64::from(u32::MAX)
         {
-            return false;
+            return None;
         }
         // Read the cursors at most once per sixteenth of the window (small messages).
         self.next_early_look = self.committed + (self.cache_window / 16).max(span);
         if !self.all_gating() {
-            return false;
+            return None;
         }
         if !self.has_space(room + span) {
             self.refresh_min_gate();
         }
         // Refreshing may have demoted someone.
-        self.all_gating() && self.has_space(room + span)
+        (self.all_gating() && self.has_space(room + span)).then_some(room)
     }
 
     /// At least one subscriber, and every one gating.

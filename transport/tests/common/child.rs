@@ -28,6 +28,13 @@ pub fn role() -> Option<(String, Vec<String>)> {
     Some((role, args.split(SEP).map(str::to_owned).collect()))
 }
 
+/// Starts this test binary in `role` with `args` and waits for it to print `ready`.
+pub fn spawn_ready(role: &str, args: &[String]) -> Proc {
+    let mut child = spawn(role, args);
+    child.expect_line("ready");
+    child
+}
+
 /// Starts this test binary in `role` with `args`.
 pub fn spawn(role: &str, args: &[String]) -> Proc {
     let mut child = Command::new(std::env::current_exe().unwrap())

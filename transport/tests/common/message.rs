@@ -2,7 +2,7 @@
 //! one message at a time or a whole stream.
 
 use super::child::WATCHDOG;
-use shmcast::{RecvError, Subscriber};
+use shmcast::{Publisher, RecvError, Subscriber};
 
 /// Writes message `seq` into `buf`: a length from 0 to `max`, a header [seq, checksum] when it
 /// fits, a pattern otherwise.
@@ -70,5 +70,18 @@ pub fn drain(sub: &mut Subscriber, max: usize) -> u64 {
             Err(RecvError::Disconnected) => return next,
             Err(e) => panic!("{e}"),
         }
+    }
+}
+
+/// Publishes messages `seqs` (of up to `max` bytes), each loan bounded by the watchdog.
+pub fn publish(publisher: &mut Publisher, seqs: std::ops::Range<u64>, max: usize) {
+    let mut buf = Vec::new();
+    for seq in seqs {
+        message(seq, max, &mut buf);
+        let mut loan = publisher
+            .loan_timeout(buf.len(), WATCHDOG)
+            .expect("watchdog: publisher stuck");
+        loan.copy_from_slice(&buf);
+        loan.publish();
     }
 }
