@@ -101,6 +101,7 @@ pub fn info_json(topic: &str, info: &TopicInfo) -> Value {
         "refused": c.refused,
         "departed": c.departed,
         "upstream_lost": c.upstream_lost,
+        "early_wraps": c.early_wraps,
         "imported": info.imported,
         "subscriber_count": info.subscriber_count,
         "subscribers": info.subscribers.iter().map(row_json).collect::<Vec<_>>(),

@@ -87,7 +87,7 @@ fn render(args: &Args, info: &TopicInfo) -> String {
         "topic {}: publisher pid {} uid {} ({}), up {:.1} s\n\
          contract: {}; capacity {}{}\n\
          messages {}  wakes {}  full {}  demotions {}  admitted {}  refused {}  departed {}  \
-         lost upstream {}\n\n",
+         lost upstream {}  early wraps {}\n\n",
         args.topic,
         snapshot::pid(p),
         p.uid,
@@ -110,6 +110,7 @@ fn render(args: &Args, info: &TopicInfo) -> String {
         c.refused,
         c.departed,
         c.upstream_lost,
+        c.early_wraps,
     );
     if info.subscribers.is_empty() {
         out.push_str("no subscribers\n");

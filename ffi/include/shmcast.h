@@ -130,6 +130,11 @@
 #define SHMCAST_SPIN_LIMIT_MAX_US 10000
 
 /**
+ * `cache_window_kib`: no cache window; the stream always cycles through the whole ring.
+ */
+#define SHMCAST_CACHE_WINDOW_NONE UINT32_MAX
+
+/**
  * The codes every fallible function returns: 0 for success, negative for an error.
  *
  * Functions return them as `int`; `shmcast_strerror` describes one.
@@ -365,9 +370,22 @@ typedef struct shmcast_publisher_options {
      */
     uint32_t imported;
     /**
+     * Keeps a stream whose subscribers keep up in the front `cache_window_kib` KiB of the
+     * ring (plus a message), where it stays in the CPU caches, instead of cycling the whole
+     * ring through memory: 0 (default) for the library's default, 4096 (4 MiB);
+     * `SHMCAST_CACHE_WINDOW_NONE` to use the whole ring always; any other value in KiB (a
+     * ring no larger than the window is used whole anyway). The publisher starts the next lap
+     * early only while every subscriber is gating and has caught up, so it never waits or
+     * overwrites anything for it, and a subscriber that falls behind gets the whole ring.
+     * Large messages through a large ring gain most. The price: while it applies, a
+     * subscriber that connects with `SHMCAST_START_OLDEST` finds the messages of the window,
+     * not of the whole ring. `shmcast stat` counts the laps started early (early wraps).
+     */
+    uint32_t cache_window_kib;
+    /**
      * Reserved for future options: zeroed by the `_init` function, must stay zero.
      */
-    uint32_t reserved[2];
+    uint32_t reserved[1];
 } shmcast_publisher_options;
 
 /**

@@ -17,8 +17,8 @@
 use crate::contract::Fields;
 use crate::error::{Failure, SHMCAST_EINVAL, SHMCAST_ETOPIC, guard};
 use shmcast_transport::{
-    Admission, DEFAULT_SPIN_LIMIT, MAX_SPIN_LIMIT, Mode, PublisherBuilder, Resume, Start,
-    SubscriberBuilder,
+    Admission, DEFAULT_CACHE_WINDOW, DEFAULT_SPIN_LIMIT, MAX_SPIN_LIMIT, Mode, PublisherBuilder,
+    Resume, Start, SubscriberBuilder,
 };
 use std::ffi::{CStr, OsStr, c_char, c_int};
 use std::os::unix::ffi::OsStrExt;
@@ -58,6 +58,9 @@ pub const SHMCAST_RESUME_OLDEST: i32 = 2;
 pub const SHMCAST_SPIN_NONE: u32 = u32::MAX;
 /// The largest `spin_limit_us` besides `SHMCAST_SPIN_NONE`: 10000 (10 ms).
 pub const SHMCAST_SPIN_LIMIT_MAX_US: u32 = 10_000;
+
+/// `cache_window_kib`: no cache window; the stream always cycles through the whole ring.
+pub const SHMCAST_CACHE_WINDOW_NONE: u32 = u32::MAX;
 
 const _: () = assert!(SHMCAST_SPIN_LIMIT_MAX_US as u128 == MAX_SPIN_LIMIT.as_micros());
 
@@ -137,8 +140,19 @@ pub struct shmcast_publisher_options {
     /// this host's own. Other values are `SHMCAST_EINVAL`. Count what the source lost with
     /// `shmcast_publisher_note_upstream_lost`.
     pub imported: u32,
+    /// Keeps a stream whose subscribers keep up in the front `cache_window_kib` KiB of the
+    /// ring (plus a message), where it stays in the CPU caches, instead of cycling the whole
+    /// ring through memory: 0 (default) for the library's default, 4096 (4 MiB);
+    /// `SHMCAST_CACHE_WINDOW_NONE` to use the whole ring always; any other value in KiB (a
+    /// ring no larger than the window is used whole anyway). The publisher starts the next lap
+    /// early only while every subscriber is gating and has caught up, so it never waits or
+    /// overwrites anything for it, and a subscriber that falls behind gets the whole ring.
+    /// Large messages through a large ring gain most. The price: while it applies, a
+    /// subscriber that connects with `SHMCAST_START_OLDEST` finds the messages of the window,
+    /// not of the whole ring. `shmcast stat` counts the laps started early (early wraps).
+    pub cache_window_kib: u32,
     /// Reserved for future options: zeroed by the `_init` function, must stay zero.
-    pub reserved: [u32; 2],
+    pub reserved: [u32; 1],
 }
 
 impl Default for shmcast_publisher_options {
@@ -162,7 +176,8 @@ impl Default for shmcast_publisher_options {
             directory: std::ptr::null(),
             spin_limit_us: 0,
             imported: 0,
-            reserved: [0; 2],
+            cache_window_kib: 0,
+            reserved: [0; 1],
         }
     }
 }
@@ -268,14 +283,15 @@ macro_rules! assert_layout {
 }
 
 // The layout callers compiled against SHMCAST_OPTIONS_VERSION 2 write: `spin_limit_us` took
-// the first reserved word of each struct, `imported` the publisher's next one.
+// the first reserved word of each struct, `imported` and `cache_window_kib` the publisher's
+// next ones.
 #[cfg(target_pointer_width = "64")]
 assert_layout!(shmcast_publisher_options, 120, {
     abi_version: 0, admission: 4, capacity: 8, max_message: 16, admit_uids: 24,
     admit_uid_count: 32, stall_bound_ms: 40, handshake_timeout_ms: 48,
     max_pending_handshakes: 52, max_subscribers: 56, type_name: 64, schema_name: 72,
     type_size: 80, type_align: 88, schema_version: 92, directory: 96, spin_limit_us: 104,
-    imported: 108, reserved: 112,
+    imported: 108, cache_window_kib: 112, reserved: 116,
 });
 #[cfg(target_pointer_width = "64")]
 assert_layout!(shmcast_subscriber_options, 88, {
@@ -314,6 +330,16 @@ fn spin_limit(us: u32) -> Result<Duration, Failure> {
             "spin_limit_us must be at most {SHMCAST_SPIN_LIMIT_MAX_US} or SHMCAST_SPIN_NONE, \
              not {us}"
         ))),
+    }
+}
+
+/// The window in bytes a `cache_window_kib` field asks for: 0 the default,
+/// `SHMCAST_CACHE_WINDOW_NONE` none.
+fn cache_window(kib: u32) -> u64 {
+    match kib {
+        0 => DEFAULT_CACHE_WINDOW,
+        SHMCAST_CACHE_WINDOW_NONE => 0,
+        kib => u64::from(kib) << 10,
     }
 }
 
@@ -387,6 +413,7 @@ pub(crate) unsafe fn publisher_builder(
         .admission(admission)
         .stall_bound(stall_bound)
         .spin_limit(spin_limit(o.spin_limit_us)?)
+        .cache_window(cache_window(o.cache_window_kib))
         .handshake_timeout(Duration::from_millis(o.handshake_timeout_ms.into()))
         .max_pending_handshakes(o.max_pending_handshakes as usize)
         .max_subscribers(match o.max_subscribers {
@@ -621,6 +648,14 @@ mod tests {
         }
     }
 
+    #[test]
+    fn cache_window_zero_is_the_default_and_none_turns_it_off() {
+        assert_eq!(cache_window(0), DEFAULT_CACHE_WINDOW);
+        assert_eq!(cache_window(SHMCAST_CACHE_WINDOW_NONE), 0);
+        assert_eq!(cache_window(64), 64 << 10);
+        assert_eq!(cache_window(u32::MAX - 1), u64::from(u32::MAX - 1) << 10);
+    }
+
     /// An initialised struct has the bytes the previous version's `_init` wrote where
     /// `spin_limit_us` now is, so a caller that copies or zeroes structs keeps the default.
     #[test]
@@ -629,7 +664,11 @@ mod tests {
             shmcast_publisher_options::default(),
             shmcast_subscriber_options::default(),
         );
-        assert_eq!((p.spin_limit_us, p.imported, p.reserved), (0, 0, [0; 2]));
+        assert_eq!(
+            (p.spin_limit_us, p.imported, p.cache_window_kib, p.reserved),
+            (0, 0, 0, [0; 1])
+        );
+        assert_eq!(cache_window(p.cache_window_kib), DEFAULT_CACHE_WINDOW);
         assert_eq!(s.spin_limit_us, 0);
     }
 

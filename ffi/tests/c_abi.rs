@@ -65,6 +65,44 @@ fn spin_limits(r: Runner) {
     }
 }
 
+/// The cache window from C (`window.c`): through a 64 KiB ring, a subscriber that keeps up
+/// gets every message whatever the window; with a 4 KiB window the publisher starts laps early
+/// (counted for `shmcast stat`) and a late joiner finds only the window's few messages; with
+/// `SHMCAST_CACHE_WINDOW_NONE`, or the 4 MiB default larger than the ring, the whole ring's.
+fn cache_window(r: Runner) {
+    let count = 2000u64;
+    for window in ["4", "none", "default"] {
+        let topic = r.topic(&format!("window-{window}"));
+        let mut c = r.spawn(
+            &compile("window", Link::Shared),
+            &[&topic, window, &count.to_string()],
+        );
+        let history: u64 = c
+            .expect_line("history")
+            .trim_start_matches("history ")
+            .trim()
+            .parse()
+            .unwrap();
+        let wraps = Inspector::new(&topic)
+            .inspect()
+            .unwrap()
+            .counters
+            .early_wraps;
+        c.send_line("go");
+        let got = c.wait();
+        got.assert_success();
+        assert!(got.stdout.contains("checks passed"), "{}", got.stdout);
+        if window == "4" {
+            // Each lap ends once 4 KiB are written: about every five messages.
+            assert!(wraps > count / 10, "{window}: {wraps} early wraps");
+            assert!(history <= 7, "{window}: {history} messages of history");
+        } else {
+            assert_eq!(wraps, 0, "{window}");
+            assert!(history >= 60, "{window}: {history} messages of history");
+        }
+    }
+}
+
 /// A Rust publisher and a C subscriber receiving by copy.
 fn rust_publisher_c_subscriber(r: Runner) {
     let topic = r.topic("r2c");
@@ -436,6 +474,7 @@ macro_rules! scenarios {
 scenarios!(
     c_publisher_two_c_subscribers,
     spin_limits,
+    cache_window,
     rust_publisher_c_subscriber,
     c_publisher_rust_subscriber,
     poll_loop_three_subscribers,

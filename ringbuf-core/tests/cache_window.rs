@@ -61,12 +61,14 @@ fn a_subscriber_that_keeps_up_keeps_the_stream_in_the_window() {
         let mut w = ring(WINDOW);
         let mut r = join(&mut w, Mode::Gating, Start::Newest);
         let span = 16 + (len as u64).next_multiple_of(16);
-        let top = send_read(&mut w, &mut r, 1000, len);
+        // Twice the ring under Miri, whose interpreter is slow; many times it natively.
+        let n = if cfg!(miri) { 2 * CAP / span + 1 } else { 1000 };
+        let top = send_read(&mut w, &mut r, n, len);
         // A frame starts below the window, or (a large one) below two of its own spans.
         assert!(top < WINDOW.max(2 * span), "len {len}: a frame at {top}");
         assert!(w.stats().early_wraps > 0, "len {len}");
         // Every wrap in that stream was early: the writer never reached the ring's end.
-        assert!(w.committed() > 4 * CAP);
+        assert!(w.committed() > 2 * CAP);
     }
 }
 

@@ -5,7 +5,7 @@
 //! INFO   magic | version | kind 5 | flags u16 | rows u16 | subscribers u32
 //!        | pid u32 | uid u32 | uptime_ns u64 | capacity u64 | max_message u64
 //!        | messages u64 | wake_syscalls u64 | full u64 | demotions u64
-//!        | admitted u64 | refused u64 | departed u64 | [upstream_lost u64]
+//!        | admitted u64 | refused u64 | departed u64 | [upstream_lost u64] | [early_wraps u64]
 //!        | message u8 | 1 zero byte | name_len u16 | a u32 | b u32 | exe_len u16 | name | exe
 //!        | rows x ( id u64 | pid u32 | uid u32 | requested u8 | mode u8 | parked u8 | 1 zero byte
 //!                 | exe_len u16 | cursor u64 | lag_bytes u64 | lag_messages u64
@@ -20,8 +20,10 @@
 //!
 //! `flags`: bit 0 ([`FLAG_IMPORTED`]) the publisher republishes imported messages; bit 1
 //! ([`FLAG_UPSTREAM_LOST`]) an `upstream_lost` counter follows `departed`, set exactly when
-//! that count is not 0; every other bit is 0. A topic with neither sends the record that peers
-//! without these fields read; they refuse the others as an invalid `flags` field.
+//! that count is not 0; bit 2 ([`FLAG_EARLY_WRAPS`]) an `early_wraps` counter follows, set
+//! exactly when that count is not 0; every other bit is 0. A topic with none of them sends the
+//! record that peers without these fields read; they refuse the others as an invalid `flags`
+//! field.
 //!
 //! # Bounds
 //!
@@ -47,11 +49,13 @@ pub const MAX_EXE: usize = 255;
 const FLAG_IMPORTED: u16 = 1;
 /// The INFO flag saying that an `upstream_lost` counter follows `departed`.
 const FLAG_UPSTREAM_LOST: u16 = 2;
+/// The INFO flag saying that an `early_wraps` counter follows (after `upstream_lost`, if any).
+const FLAG_EARLY_WRAPS: u16 = 4;
 const FIXED: usize = 118;
 const ROW_FIXED: usize = 62;
 /// Largest INFO record.
 pub(crate) const MAX_INFO: usize =
-    FIXED + 8 + contract::MAX_CONTRACT_NAME + MAX_EXE + MAX_ROWS * (ROW_FIXED + MAX_EXE);
+    FIXED + 16 + contract::MAX_CONTRACT_NAME + MAX_EXE + MAX_ROWS * (ROW_FIXED + MAX_EXE);
 
 /// A process at the other end of a topic socket, as the publisher sees it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -86,6 +90,20 @@ pub struct TopicCounters {
     /// ([`Publisher::note_upstream_lost`](crate::Publisher::note_upstream_lost)): for a topic a
     /// bridge imports, the gaps in the remote sequence numbers.
     pub upstream_lost: u64,
+    /// Laps the publisher started early to keep the stream in its cache window
+    /// ([`PublisherBuilder::cache_window`](crate::PublisherBuilder::cache_window)).
+    pub early_wraps: u64,
+}
+
+impl TopicCounters {
+    /// The counters an INFO record carries only when they are not 0, with their flags, in
+    /// record order.
+    fn optional(&self) -> [(u16, u64); 2] {
+        [
+            (FLAG_UPSTREAM_LOST, self.upstream_lost),
+            (FLAG_EARLY_WRAPS, self.early_wraps),
+        ]
+    }
 }
 
 /// One subscriber of a topic.
@@ -153,8 +171,10 @@ impl TopicInfo {
         if self.imported {
             flags |= FLAG_IMPORTED;
         }
-        if c.upstream_lost != 0 {
-            flags |= FLAG_UPSTREAM_LOST;
+        for (flag, n) in c.optional() {
+            if n != 0 {
+                flags |= flag;
+            }
         }
         out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&(rows.len() as u16).to_le_bytes());
@@ -178,8 +198,10 @@ impl TopicInfo {
         ] {
             out.extend_from_slice(&v.to_le_bytes());
         }
-        if c.upstream_lost != 0 {
-            out.extend_from_slice(&c.upstream_lost.to_le_bytes());
+        for (_, n) in c.optional() {
+            if n != 0 {
+                out.extend_from_slice(&n.to_le_bytes());
+            }
         }
         let (kind, a, b, name) = message_fields(&self.contract.message);
         let exe = exe_bytes(&p.exe);
@@ -217,7 +239,7 @@ impl TopicInfo {
         }
         let mut r = Cursor { p, at: 8 };
         let flags = r.u16()?;
-        if flags & !(FLAG_IMPORTED | FLAG_UPSTREAM_LOST) != 0 {
+        if flags & !(FLAG_IMPORTED | FLAG_UPSTREAM_LOST | FLAG_EARLY_WRAPS) != 0 {
             return Err(DecodeError::Field("flags"));
         }
         let rows = r.u16()? as usize;
@@ -242,15 +264,19 @@ impl TopicInfo {
             admitted,
         ] = [v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]];
         let [refused, departed] = [v[8], v[9]];
-        let upstream_lost = if flags & FLAG_UPSTREAM_LOST != 0 {
-            // Present exactly when not 0, so that every record has one encoding.
-            match r.u64()? {
-                0 => return Err(DecodeError::Field("upstream_lost")),
-                n => n,
+        // Each optional counter is present exactly when not 0, so that every record has one
+        // encoding.
+        let mut optional = |flag: u16, field: &'static str| -> Result<u64, DecodeError> {
+            if flags & flag == 0 {
+                return Ok(0);
             }
-        } else {
-            0
+            match r.u64()? {
+                0 => Err(DecodeError::Field(field)),
+                n => Ok(n),
+            }
         };
+        let upstream_lost = optional(FLAG_UPSTREAM_LOST, "upstream_lost")?;
+        let early_wraps = optional(FLAG_EARLY_WRAPS, "early_wraps")?;
         let message = r.u8()?;
         if r.u8()? != 0 {
             return Err(DecodeError::Field("reserved"));
@@ -336,6 +362,7 @@ impl TopicInfo {
                 refused,
                 departed,
                 upstream_lost,
+                early_wraps,
             },
             imported: flags & FLAG_IMPORTED != 0,
             subscriber_count: count,
@@ -435,6 +462,7 @@ mod tests {
                 refused: 2,
                 departed: 1,
                 upstream_lost: 0,
+                early_wraps: 0,
             },
             imported: false,
             subscriber_count: rows,
@@ -478,6 +506,7 @@ mod tests {
         let mut imported = sample(2);
         imported.imported = true;
         imported.counters.upstream_lost = 1 << 40;
+        imported.counters.early_wraps = 5;
         let back = TopicInfo::decode(&imported.encode()).unwrap();
         assert!(back.imported);
         assert_eq!(back.counters, imported.counters);
@@ -512,8 +541,19 @@ mod tests {
             TopicInfo::decode(&zero),
             Err(DecodeError::Field("upstream_lost"))
         );
+        let mut wrapped = sample(1);
+        wrapped.counters.early_wraps = 11;
+        let wrapped = wrapped.encode();
+        assert_eq!(wrapped[8..10], [FLAG_EARLY_WRAPS as u8, 0]);
+        assert_eq!(wrapped[at..at + 8], 11u64.to_le_bytes());
+        let mut both = sample(1);
+        both.counters.upstream_lost = 9;
+        both.counters.early_wraps = 11;
+        let both = both.encode();
+        assert_eq!(both.len(), plain.len() + 16);
+        assert_eq!(both[at + 8..at + 16], 11u64.to_le_bytes());
         let mut unknown = plain.clone();
-        unknown[8] = 4;
+        unknown[8] = 8;
         assert_eq!(
             TopicInfo::decode(&unknown),
             Err(DecodeError::Field("flags"))
@@ -525,6 +565,7 @@ mod tests {
         let mut flagged = sample(2);
         flagged.imported = true;
         flagged.counters.upstream_lost = 3;
+        flagged.counters.early_wraps = 4;
         for good in [sample(3).encode(), flagged.encode()] {
             for len in 0..good.len() {
                 assert!(TopicInfo::decode(&good[..len]).is_err(), "{len}");

@@ -118,6 +118,7 @@ pub(crate) fn snapshot<'a>(
             refused: shared.refused.load(Ordering::Relaxed),
             departed: shared.departed.load(Ordering::Relaxed),
             upstream_lost: shared.upstream_lost.load(Ordering::Relaxed),
+            early_wraps: stats.early_wraps,
         },
         imported: shared.imported,
         subscriber_count: count,

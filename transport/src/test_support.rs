@@ -352,6 +352,7 @@ pub fn sample_introspection() -> Vec<Vec<u8>> {
             refused: 2,
             departed: 1,
             upstream_lost: 0,
+            early_wraps: 0,
         },
         imported: false,
         subscriber_count: count,
@@ -378,6 +379,17 @@ pub fn sample_introspection() -> Vec<Vec<u8>> {
         TopicInfo {
             imported: true,
             ..info(MessageType::Bytes, vec![], 0)
+        }
+        .encode(),
+        {
+            let wrapped = info(MessageType::Bytes, vec![row(2, None)], 1);
+            TopicInfo {
+                counters: TopicCounters {
+                    early_wraps: 77,
+                    ..wrapped.counters
+                },
+                ..wrapped
+            }
         }
         .encode(),
         info(

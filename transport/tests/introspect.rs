@@ -104,7 +104,37 @@ fn a_live_publisher_reports_its_subscribers() {
     assert_eq!(publisher.subscriber_count(), 2);
     assert!(!info.imported && !gating.imported());
     assert_eq!(info.counters.upstream_lost, 0);
+    assert_eq!(info.counters.early_wraps, 0);
     drop((gating, lossy));
+}
+
+/// The laps a publisher starts early to stay in its cache window are counted in its snapshot,
+/// exactly as in its own stats.
+#[test]
+fn a_snapshot_counts_the_laps_started_early() {
+    let _fds = FdGuard::new();
+    let dir = scratch("window");
+    let mut publisher = Publisher::builder("t")
+        .directory(&dir)
+        .capacity(1 << 16)
+        .cache_window(4096)
+        .bind()
+        .unwrap();
+    let mut sub = Subscriber::builder("t")
+        .directory(&dir)
+        .connect_timeout(Duration::from_secs(5))
+        .connect()
+        .unwrap();
+    for i in 0..1000u32 {
+        publisher.send(&[i as u8; 1000]).unwrap();
+        let m = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!((m.seq(), m.len()), (u64::from(i), 1000));
+    }
+    let wraps = publisher.stats().early_wraps;
+    assert!(wraps > 100, "{wraps} early wraps");
+    let info = Inspector::new("t").directory(&dir).inspect().unwrap();
+    assert_eq!(info.counters.early_wraps, wraps);
+    drop(sub);
 }
 
 #[test]

@@ -15,7 +15,8 @@ struct publisher_options_layout {
     char directory[AT(shmcast_publisher_options, directory, 96)];
     char spin_limit_us[AT(shmcast_publisher_options, spin_limit_us, 104)];
     char imported[AT(shmcast_publisher_options, imported, 108)];
-    char reserved[AT(shmcast_publisher_options, reserved, 112)];
+    char cache_window_kib[AT(shmcast_publisher_options, cache_window_kib, 112)];
+    char reserved[AT(shmcast_publisher_options, reserved, 116)];
 };
 
 struct subscriber_options_layout {
