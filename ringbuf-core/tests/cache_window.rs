@@ -11,6 +11,8 @@ use shmcast_core::testing::{Rng, spawn_random_writer};
 
 const CAP: u64 = 4096;
 const WINDOW: u64 = 1024;
+/// Messages of 100 bytes (128-byte frames) that reach the ring's end: a lap and a quarter.
+const PAST_THE_END: u64 = CAP / 128 + 8;
 
 fn ring(window: u64) -> Writer<u32> {
     let cfg = RingConfig::new(CAP, 512).unwrap();
@@ -76,7 +78,7 @@ fn a_subscriber_that_keeps_up_keeps_the_stream_in_the_window() {
 fn without_a_window_the_whole_ring_is_used() {
     let mut w = ring(0);
     let mut r = join(&mut w, Mode::Gating, Start::Newest);
-    let top = send_read(&mut w, &mut r, 200, 100);
+    let top = send_read(&mut w, &mut r, PAST_THE_END, 100);
     assert!(top >= CAP - 128, "a frame at {top}");
     assert_eq!(w.stats().early_wraps, 0);
 }
@@ -116,7 +118,7 @@ fn a_lossy_subscriber_keeps_the_whole_ring_as_history() {
     let mut w = ring(WINDOW);
     let mut gating = join(&mut w, Mode::Gating, Start::Newest);
     let _lossy = join(&mut w, Mode::Lossy, Start::Newest);
-    let top = send_read(&mut w, &mut gating, 200, 100);
+    let top = send_read(&mut w, &mut gating, PAST_THE_END, 100);
     assert!(top >= CAP - 128, "a frame at {top}");
     assert_eq!(w.stats().early_wraps, 0);
 }
