@@ -357,8 +357,14 @@ impl Server {
     fn depart(&self, id: SubscriberId, sock: &OwnedFd) {
         events::hung_up(&self.shared.topic, sock.as_fd(), id);
         self.shared.space.unwatch(sock.as_fd());
-        self.shared.lock().remove(id);
-        self.shared.departed.fetch_add(1, Ordering::Relaxed);
+        {
+            // Counted under the lock that `Publisher::stats` takes, so that no snapshot shows
+            // the subscriber gone but not departed (a publisher freed by the removal may ask
+            // at once).
+            let mut w = self.shared.lock();
+            w.remove(id);
+            self.shared.departed.fetch_add(1, Ordering::Relaxed);
+        }
         self.shared.space.kick();
     }
 
