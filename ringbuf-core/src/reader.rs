@@ -317,6 +317,15 @@ impl Reader {
         }
     }
 
+    /// The fraction of the ring published and not yet read by this reader, in 1/256ths (0 to
+    /// 256). A hint for how a waiter should wait (read with no ordering), not a position to
+    /// read at.
+    pub fn backlog_256ths(&self) -> u32 {
+        let committed = self.ring.u64_at(hdr::COMMITTED).load(Ordering::Relaxed);
+        let behind = committed.saturating_sub(self.pos).min(self.cap);
+        (behind * 256 / self.cap.max(1)) as u32
+    }
+
     /// Loads `committed` and checks it against our position.
     pub(crate) fn load_committed(&self) -> Result<u64, ReadError> {
         // SYNC(commit): Acquire; pairs with the Release store of `committed` in Writer::commit.

@@ -601,3 +601,24 @@ fn lapping_only_a_padding_frame_is_no_lag_and_not_empty() {
     assert_eq!(r.stats().lag_events, 0);
     assert_eq!(r.try_copy(&mut buf), Err(ReadError::Empty));
 }
+
+/// The backlog hint counts what a reader has not read, in 256ths of the ring, up to a full
+/// ring, and falls as it reads.
+#[test]
+fn the_backlog_is_the_unread_share_of_the_ring() {
+    let mut w = ring(1024, 112);
+    let mut r = join(&mut w, Mode::Gating, Start::Newest, 0);
+    assert_eq!(r.backlog_256ths(), 0);
+    // 48-byte payloads make 64-byte frames: a sixteenth of the ring each.
+    for seq in 0..8 {
+        w.send(&payload(seq, 48), |_| {}).unwrap();
+        assert_eq!(r.backlog_256ths(), (seq as u32 + 1) * 16);
+    }
+    while w.send(&payload(w.next_seq(), 48), |_| {}).is_ok() {}
+    assert_eq!(r.backlog_256ths(), 256, "a full ring");
+    for _ in 0..4 {
+        let f = r.try_peek().unwrap();
+        r.release(f);
+    }
+    assert_eq!(r.backlog_256ths(), 256 - 4 * 16);
+}

@@ -15,7 +15,7 @@ use crate::deadline;
 use crate::error::{ConnectError, PodError, RecvError};
 use crate::handshake::Hello;
 use crate::readiness::Readiness;
-use crate::spin::Spin;
+use crate::spin::{self, Spin};
 use crate::sys;
 use crate::topic;
 use crate::wake::{self, Slept};
@@ -162,7 +162,7 @@ impl Subscriber {
             stuck: 0,
             buf: Vec::new(),
             spin: b.spin,
-            recv_spin: Spin::new(b.spin_limit),
+            recv_spin: Spin::new(b.spin_limit).spaced(),
             demotion_reported: false,
             parks: 0,
             contract,
@@ -434,6 +434,15 @@ impl Subscriber {
                 self.parks += 1;
                 if slept == Slept::Unchanged {
                     self.poll_events(Some(Duration::ZERO))?;
+                } else {
+                    // What the publisher wrote while this subscriber slept says whether the
+                    // sleep cost it anything (see `spin`, "Patient waits").
+                    let backlog = self.reader.backlog_256ths();
+                    if backlog >= spin::PATIENT_AFTER {
+                        self.recv_spin.set_patient(true);
+                    } else if backlog < spin::HASTY_AFTER {
+                        self.recv_spin.set_patient(false);
+                    }
                 }
             } else if self.gone {
                 // The reader never sleeps once the publisher is gone, and nothing writes the ring
