@@ -39,7 +39,7 @@
 //! before the sleeper is awake, the publisher sleeps for space, and the two then sleep and wake
 //! each other by turns, a ringful per round trip of two cross-CPU wakes. A subscriber that
 //! finds its ring nearly full after a sleep ([`PATIENT_AFTER`]) therefore becomes
-//! *patient* ([`Spin::set_patient`]) until a sleep leaves it less than an eighth full
+//! *patient* ([`Spin::after_sleep`]) until a sleep leaves it less than an eighth full
 //! ([`HASTY_AFTER`]):
 //!
 //! * its smallest budget is [`PATIENT_MIN_SPIN`], half the default limit, not [`MIN_SPIN`]:
@@ -68,7 +68,7 @@ pub(crate) const MAX_SPIN: Duration = Duration::from_micros(50);
 pub(crate) const CAP: Duration = Duration::from_millis(10);
 /// The smallest budget: below it, the budget is none.
 pub(crate) const MIN_SPIN: Duration = Duration::from_micros(2);
-/// The smallest budget of a patient waiter ([`Spin::set_patient`]): half the default limit.
+/// The smallest budget of a patient waiter ([`Spin::after_sleep`]): half the default limit.
 pub(crate) const PATIENT_MIN_SPIN: Duration = Duration::from_micros(25);
 /// With no budget left, every this many waits spin for the whole limit anyway.
 pub(crate) const PROBE_EVERY: u32 = 32;
@@ -80,10 +80,10 @@ pub(crate) const POLL_GAP: Duration = Duration::from_micros(1);
 const MAX_PAUSES: u32 = 4096;
 /// A subscriber that finds at least this much of its ring (in 1/256ths, seven eighths) waiting
 /// after a sleep becomes patient: the publisher most likely found it full.
-pub(crate) const PATIENT_AFTER: u32 = 224;
+const PATIENT_AFTER: u32 = 224;
 /// A patient subscriber that finds less than this much of its ring (in 1/256ths) waiting after
 /// a sleep stops being patient.
-pub(crate) const HASTY_AFTER: u32 = 32;
+const HASTY_AFTER: u32 = 32;
 /// A gap between two clock reads of one spin longer than this means the spinner lost its CPU:
 /// [`POLLS_PER_CLOCK`] polls take well under a microsecond, a scheduler's time slice
 /// milliseconds.
@@ -114,8 +114,6 @@ pub(crate) struct Spin {
     clock: fn() -> Instant,
     /// Threads running or runnable on the machine, this one included (`None`: unknown).
     runnable: fn() -> Option<u32>,
-    /// Pause instructions between two polls: 1, or about [`POLL_GAP`]'s worth.
-    pauses: u32,
     /// Whether a patient spin spaces its polls.
     spaced: bool,
     /// Whether this waiter is patient ([`set_patient`](Self::set_patient)).
@@ -150,7 +148,6 @@ impl Spin {
             load_checked: None,
             clock,
             runnable,
-            pauses: 1,
             spaced: false,
             patient: false,
         }
@@ -165,22 +162,38 @@ impl Spin {
         }
     }
 
-    /// Makes this waiter patient, or not (see "Patient waits" above). Becoming patient gives
-    /// a waiter whose budget fell below the patient floor that floor again.
-    pub(crate) fn set_patient(&mut self, patient: bool) {
+    /// Takes what a woken sleep left waiting, in 1/256ths of the ring
+    /// (`Reader::backlog_256ths`): a nearly full ring makes this waiter patient, a nearly
+    /// empty one ends that (see "Patient waits" above).
+    pub(crate) fn after_sleep(&mut self, backlog_256ths: u32) {
+        if backlog_256ths >= PATIENT_AFTER {
+            self.set_patient(true);
+        } else if backlog_256ths < HASTY_AFTER {
+            self.set_patient(false);
+        }
+    }
+
+    /// Makes this waiter patient, or not. Becoming patient gives a waiter whose budget fell
+    /// below the patient floor that floor again.
+    fn set_patient(&mut self, patient: bool) {
         if patient == self.patient {
             return;
         }
         self.patient = patient;
         let floor = if patient { PATIENT_MIN_SPIN } else { MIN_SPIN };
         self.floor = floor.min(self.limit);
-        self.pauses = if patient && self.spaced {
+        if patient && self.useful {
+            self.budget = self.budget.max(self.floor);
+        }
+    }
+
+    /// Pause instructions between two polls: about [`POLL_GAP`]'s worth for a patient spaced
+    /// spin, else 1.
+    fn pauses(&self) -> u32 {
+        if self.patient && self.spaced {
             pauses_per_gap()
         } else {
             1
-        };
-        if patient && self.useful {
-            self.budget = self.budget.max(self.floor);
         }
     }
 
@@ -220,7 +233,8 @@ impl Spin {
         let mut last = start;
         let mut preempted = false;
         let mut polls = 0u32;
-        let polls_per_clock = (POLLS_PER_CLOCK / self.pauses).max(1);
+        let pauses = self.pauses();
+        let polls_per_clock = (POLLS_PER_CLOCK / pauses).max(1);
         loop {
             if ready() {
                 // Not the gap since the last clock read: `ready` may have done the work it
@@ -244,7 +258,7 @@ impl Spin {
                     return false;
                 }
             }
-            for _ in 0..self.pauses {
+            for _ in 0..pauses {
                 std::hint::spin_loop();
             }
         }
@@ -424,11 +438,11 @@ mod tests {
             return;
         }
         let mut spin = Spin::with_probes(MAX_SPIN, Instant::now, idle).spaced();
-        assert_eq!((spin.pauses, spin.floor), (1, MIN_SPIN), "hasty at first");
+        assert_eq!((spin.pauses(), spin.floor), (1, MIN_SPIN), "hasty at first");
         while !spin.budget().is_zero() {
             assert!(!spin.spin(|| false));
         }
-        spin.set_patient(true);
+        spin.after_sleep(PATIENT_AFTER);
         assert_eq!(spin.budget(), PATIENT_MIN_SPIN, "polling again at once");
         spin.budget = MAX_SPIN;
         let mut polls = 0u32;
@@ -448,12 +462,14 @@ mod tests {
         );
         assert!(!spin.spin(|| false));
         assert!(spin.budget().is_zero(), "below the patient floor: none");
-        spin.set_patient(false);
-        assert_eq!((spin.pauses, spin.floor), (1, MIN_SPIN));
+        spin.after_sleep(HASTY_AFTER);
+        assert_eq!(spin.floor, PATIENT_MIN_SPIN, "between the two: unchanged");
+        spin.after_sleep(HASTY_AFTER - 1);
+        assert_eq!((spin.pauses(), spin.floor), (1, MIN_SPIN));
         // Unspaced: patient means the higher floor only.
         let mut plain = Spin::with_probes(MAX_SPIN, Instant::now, idle);
-        plain.set_patient(true);
-        assert_eq!((plain.pauses, plain.floor), (1, PATIENT_MIN_SPIN));
+        plain.after_sleep(256);
+        assert_eq!((plain.pauses(), plain.floor), (1, PATIENT_MIN_SPIN));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::deadline;
 use crate::error::{ConnectError, PodError, RecvError};
 use crate::handshake::Hello;
 use crate::readiness::Readiness;
-use crate::spin::{self, Spin};
+use crate::spin::Spin;
 use crate::sys;
 use crate::topic;
 use crate::wake::{self, Slept};
@@ -437,12 +437,7 @@ impl Subscriber {
                 } else {
                     // What the publisher wrote while this subscriber slept says whether the
                     // sleep cost it anything (see `spin`, "Patient waits").
-                    let backlog = self.reader.backlog_256ths();
-                    if backlog >= spin::PATIENT_AFTER {
-                        self.recv_spin.set_patient(true);
-                    } else if backlog < spin::HASTY_AFTER {
-                        self.recv_spin.set_patient(false);
-                    }
+                    self.recv_spin.after_sleep(self.reader.backlog_256ths());
                 }
             } else if self.gone {
                 // The reader never sleeps once the publisher is gone, and nothing writes the ring
