@@ -173,6 +173,11 @@ impl Spin {
         }
     }
 
+    /// Whether this waiter is patient ([`after_sleep`](Self::after_sleep)).
+    pub(crate) fn is_patient(&self) -> bool {
+        self.patient
+    }
+
     /// Makes this waiter patient, or not. Becoming patient gives a waiter whose budget fell
     /// below the patient floor that floor again.
     fn set_patient(&mut self, patient: bool) {

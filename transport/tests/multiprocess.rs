@@ -3,6 +3,7 @@
 //! count). The gating ones receive every message in order, the lossy ones every message they
 //! receive intact, and each counts exactly what it missed. And a stream whose gating subscribers
 //! keep up, kept in the front of its ring by the cache window, delivered whole to two processes.
+//! And a subscriber whose sleeps let a small ring fill turning patient, then hasty again.
 //!
 //! This test binary re-executes itself in a child role (see `role_entry` and `common::child`).
 //! Every wait is bounded by a watchdog; nothing here asserts on time. The test holds a
@@ -13,7 +14,8 @@ mod common;
 use common::child::spawn_ready;
 use common::message::publish;
 use common::{FdGuard, roles, until};
-use shmcast::Publisher;
+use shmcast::{Mode, Publisher, RecvError, Subscriber};
+use std::time::Duration;
 
 fn topic(name: &str) -> String {
     format!("mp-{}-{name}", std::process::id())
@@ -28,6 +30,7 @@ fn role_entry() {
     };
     match role.as_str() {
         "subscriber" => roles::subscriber(&args),
+        "flood_then_trickle" => flood_then_trickle(&args),
         r => panic!("unknown role {r}"),
     }
 }
@@ -136,5 +139,77 @@ fn a_stream_kept_in_the_cache_window_reaches_two_gating_processes_whole() {
         "{} early wraps in {count} messages",
         stats.early_wraps
     );
+    fds.check();
+}
+
+/// args: topic flood trickle. Publishes `flood` messages of 64 bytes as fast as its gating
+/// subscriber lets it through a 2 KiB ring, then `trickle` more 5 ms apart, then ends.
+fn flood_then_trickle(args: &[String]) {
+    let (t, flood, trickle): (&str, u64, u64) =
+        (&args[0], args[1].parse().unwrap(), args[2].parse().unwrap());
+    let max = 64;
+    let mut publisher = Publisher::builder(t)
+        .capacity(2048)
+        .max_message(max as u64)
+        .bind()
+        .unwrap();
+    println!("ready");
+    publisher
+        .wait_for_subscribers(1, common::child::WATCHDOG)
+        .unwrap();
+    publish(&mut publisher, 0..flood, max);
+    for seq in flood..flood + trickle {
+        std::thread::sleep(Duration::from_millis(5));
+        publish(&mut publisher, seq..seq + 1, max);
+    }
+}
+
+/// A gating subscriber that parks whenever its ring is empty, fed by a publisher process that
+/// fills the ring while it wakes: some woken sleep finds the ring nearly full and the
+/// subscriber turns patient (its stats say so). Fed a message every 5 ms afterwards, its sleeps
+/// find the ring nearly empty, and it is hasty again. Every message arrives in order either way.
+#[test]
+fn a_subscriber_whose_sleeps_fill_its_small_ring_turns_patient_and_back() {
+    let (flood, trickle) = (20_000u64, 40u64);
+    let fds = FdGuard::new();
+    let t = topic("patient");
+    let publisher = spawn_ready(
+        "flood_then_trickle",
+        &[t.clone(), flood.to_string(), trickle.to_string()],
+    );
+    // No polling before a park: every wait is a sleep that the publisher's first commit ends,
+    // and a ring of about 25 frames is full long before the woken subscriber runs.
+    let mut sub = Subscriber::builder(&t)
+        .mode(Mode::Gating)
+        .spin_limit(Duration::ZERO)
+        .connect_timeout(Duration::from_secs(30))
+        .connect()
+        .unwrap();
+    let mut scratch = Vec::new();
+    let (mut next, mut patient_in_flood) = (0u64, 0u64);
+    loop {
+        match sub.recv_timeout(common::child::WATCHDOG) {
+            Ok(m) => {
+                assert_eq!(m.seq(), next);
+                common::message::verify(m.seq(), &m, 64, &mut scratch);
+                next += 1;
+            }
+            Err(RecvError::Disconnected) => break,
+            Err(e) => panic!("{e}"),
+        }
+        if next <= flood && sub.stats().patient {
+            patient_in_flood += 1;
+        }
+    }
+    assert_eq!(next, flood + trickle, "every message, in order");
+    let stats = sub.stats();
+    assert!(
+        patient_in_flood > 0,
+        "never patient in a flood through a small ring: {stats:?}"
+    );
+    assert!(!stats.patient, "still patient after the trickle: {stats:?}");
+    assert!(stats.parks > trickle, "{stats:?}");
+    drop(sub);
+    drop(publisher);
     fds.check();
 }

@@ -38,6 +38,12 @@ pub struct SubscriberStats {
     pub skipped: u64,
     /// Times the subscriber blocked waiting for a signal.
     pub parks: u64,
+    /// Whether its waits are patient: a sleep let its ring fill, so that it polls longer and
+    /// sparser before the next one, until a sleep leaves the ring nearly empty (see
+    /// `docs/architecture.md`, "Patient receives"). Only polling subscribers
+    /// ([`SubscriberBuilder::spin_limit`](crate::SubscriberBuilder::spin_limit) not zero) wait
+    /// differently while patient.
+    pub patient: bool,
     /// Whether it is (still) gating.
     pub gating: bool,
 }
@@ -559,6 +565,7 @@ impl Subscriber {
             lag_events: s.lag_events,
             skipped: s.skipped,
             parks: self.parks,
+            patient: self.recv_spin.is_patient(),
             gating: self.reader.is_gating(),
         }
     }
