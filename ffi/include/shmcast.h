@@ -658,6 +658,11 @@ typedef struct shmcast_subscriber_stats {
      * Whether the publisher still gates on this subscriber (false for lossy and demoted ones).
      */
     bool gating;
+    /**
+     * Whether its waits are patient: a sleep let its ring fill, so its receives poll longer
+     * and sparser before they sleep, until a sleep leaves the ring nearly empty.
+     */
+    bool patient;
 } shmcast_subscriber_stats;
 
 #ifdef __cplusplus

@@ -160,7 +160,13 @@ pub struct shmcast_subscriber_stats {
     pub parks: u64,
     /// Whether the publisher still gates on this subscriber (false for lossy and demoted ones).
     pub gating: bool,
+    /// Whether its waits are patient: a sleep let its ring fill, so its receives poll longer
+    /// and sparser before they sleep, until a sleep leaves the ring nearly empty.
+    pub patient: bool,
 }
+
+// `patient` sits in what was padding: the struct keeps the size older callers allocate.
+const _: () = assert!(size_of::<shmcast_subscriber_stats>() == 40);
 
 /// The handle behind a `sub` argument.
 ///
@@ -564,6 +570,7 @@ pub unsafe extern "C" fn shmcast_subscriber_get_stats(
             lag_events: s.lag_events,
             parks: s.parks,
             gating: s.gating,
+            patient: s.patient,
         };
         // SAFETY: `out` is non-null and writable (caller's promise).
         unsafe { out.write(stats) };
