@@ -114,6 +114,10 @@ pub fn run_compiler(compiler: &str, args: &[&std::ffi::OsStr]) {
 }
 
 /// Compiles `tests/c/<name>.c` (once per test process) and returns the executable.
+///
+/// Test processes that run side by side compile the same programs to the same path: each writes
+/// its own file and renames it into place, so no process starts a program that another is still
+/// writing (`ETXTBSY`), and one that runs the previous file keeps it.
 pub fn compile(name: &str, link: Link) -> PathBuf {
     static BUILT: OnceLock<Mutex<HashMap<(String, Link), PathBuf>>> = OnceLock::new();
     let built = BUILT.get_or_init(Default::default);
@@ -131,8 +135,9 @@ pub fn compile(name: &str, link: Link) -> PathBuf {
     args.extend(["-g", "-O1", "-D_POSIX_C_SOURCE=200809L"].map(Into::into));
     args.push(format!("-I{}", include_dir().display()).into());
     args.push(src.into_os_string());
+    let partial = exe.with_extension(format!("{}.partial", std::process::id()));
     args.push("-o".into());
-    args.push(exe.clone().into_os_string());
+    args.push(partial.clone().into_os_string());
     match link {
         Link::Shared => {
             args.push(format!("-L{}", lib.display()).into());
@@ -146,6 +151,13 @@ pub fn compile(name: &str, link: Link) -> PathBuf {
     }
     let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
     run_compiler("cc", &refs);
+    std::fs::rename(&partial, &exe).unwrap_or_else(|e| {
+        panic!(
+            "cannot move {} to {}: {e}",
+            partial.display(),
+            exe.display()
+        )
+    });
     built.insert((name.to_owned(), link), exe.clone());
     exe
 }
