@@ -18,7 +18,8 @@ use shmcast_zenoh::{Bridge, BridgeConfig};
 pub const WATCHDOG: Duration = Duration::from_secs(90);
 
 /// Runs the tests of one binary one at a time: each starts several processes on a machine
-/// of few cores.
+/// of few cores. (`bash .ci/test-all` runs each test in a process of its own; the `bridges`
+/// test group of `.config/nextest.toml` keeps them one at a time there.)
 pub fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
