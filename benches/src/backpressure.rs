@@ -17,6 +17,7 @@ use crate::error::Result;
 use crate::fanout::{self, Outcome, Transport, Trial, Wait};
 use crate::harness::ring_holding;
 use crate::options::Options;
+use crate::pin;
 use crate::report::{Progress, Section, rotated};
 use crate::stats::Summary;
 use crate::table::Table;
@@ -142,6 +143,7 @@ pub fn run(o: &Options) -> Result<Section> {
                 let outcome = fanout::run(Trial {
                     in_flight: Some(in_flight_of(t, shape)),
                     slow_ns: shape.slow_ns,
+                    pin: o.pin,
                     ..Trial::new(t, shape.subs, shape.size, o.duration, Wait::Event)
                 })?;
                 progress.say(&format!(
@@ -175,9 +177,10 @@ fn per_message(outcomes: &[Outcome]) -> (f64, f64, f64) {
 fn report(o: &Options, transports: &[Transport], outcomes: &[Vec<Vec<Outcome>>]) -> Section {
     let mut text = format!(
         "== backpressure: gating subscribers through {IN_FLIGHT} messages in flight (iceoryx2: a \
-         buffer of {ICEORYX2_BUFFER}), {} ms per trial, median (min..max) of {} repetition(s)\n\n",
+         buffer of {ICEORYX2_BUFFER}), {} ms per trial, median (min..max) of {} repetition(s){}\n\n",
         o.duration.as_millis(),
-        o.reps
+        o.reps,
+        pin::heading(o.pin)
     );
     let mut header = vec![
         "configuration",
@@ -257,6 +260,7 @@ fn report(o: &Options, transports: &[Transport], outcomes: &[Vec<Vec<Outcome>>])
         json: json!({
             "scenario": "backpressure",
             "params": {
+                "pin": pin::json(o.pin),
                 "in_flight": IN_FLIGHT,
                 "iceoryx2_buffer": ICEORYX2_BUFFER,
                 "configs": SHAPES.iter().map(|s| json!({

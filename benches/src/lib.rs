@@ -42,6 +42,7 @@ pub mod latency;
 pub mod limits;
 pub mod options;
 pub mod payload;
+pub mod pin;
 pub mod process;
 pub mod report;
 pub mod rng;

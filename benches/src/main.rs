@@ -27,13 +27,16 @@ use std::process::ExitCode;
 
 use shmcast_bench::error::{BenchError, Result, exit_code};
 use shmcast_bench::options::{Options, USAGE};
-use shmcast_bench::{bridge, comparison, fanout, latency, limits, process};
+use shmcast_bench::{bridge, comparison, fanout, latency, limits, pin, process};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (outcome, who) = match process::child_args(&args) {
         Some(child) => (
-            child.and_then(|(role, rest)| child_main(role, rest)),
+            child.and_then(|(role, rest)| {
+                pin::child_from_env()?;
+                child_main(role, rest)
+            }),
             "shmcast-bench child",
         ),
         None => (

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{BenchError, Result};
+use crate::pin::Pin;
 
 /// Printed with every usage error.
 pub const USAGE: &str = "\
@@ -33,7 +34,9 @@ options:
   --interval-us N    latency publishing period in µs (default 100)
   --messages N       latency messages per trial (default 3000, quick 300)
   --duration-ms N    length of each throughput and small trial (default 250, quick 40)
-  --only NAME,...    run only these transports (the alternatives a ratio needs are kept)";
+  --only NAME,...    run only these transports (the alternatives a ratio needs are kept)
+  --pin CPU,CPU,...  stream scenarios (throughput, small, backpressure): the publisher on the
+                     first CPU, subscriber i on CPU i+1, the same for every transport";
 
 /// One scenario of the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +107,8 @@ pub struct Options {
     pub duration: Duration,
     /// Transports to run (empty: all).
     pub only: Vec<String>,
+    /// `--pin`: the CPUs of a stream trial's processes (`None`: the scheduler's choice).
+    pub pin: Option<Pin>,
 }
 
 impl Options {
@@ -123,6 +128,7 @@ impl Options {
             messages: if quick { 300 } else { 3000 },
             duration: Duration::from_millis(if quick { 40 } else { 250 }),
             only: Vec::new(),
+            pin: None,
         };
         let mut args = args.iter();
         while let Some(arg) = args.next() {
@@ -157,6 +163,7 @@ impl Options {
                         &value("--duration-ms")?,
                     )? as u64);
                 }
+                "--pin" => o.pin = Some(Pin::parse(&value("--pin")?)?),
                 "--only" => {
                     o.only = value("--only")?.split(',').map(str::to_owned).collect();
                 }

@@ -105,8 +105,17 @@ impl Fleet {
 
     /// Starts a child. Returns its index.
     pub fn spawn(&mut self, spec: Spec) -> Result<usize> {
+        self.spawn_on(spec, None)
+    }
+
+    /// [`spawn`](Self::spawn), the child's thread moved to `cpu` (if any) before its role
+    /// starts ([`crate::pin`]).
+    pub fn spawn_on(&mut self, spec: Spec, cpu: Option<usize>) -> Result<usize> {
         let exe = std::env::current_exe().map_err(sys("locating the executable"))?;
         let mut command = Command::new(exe);
+        if let Some(cpu) = cpu {
+            command.env(crate::pin::ENV, cpu.to_string());
+        }
         command
             .arg(CHILD_ARG)
             .arg(std::process::id().to_string())

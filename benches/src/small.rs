@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::fanout::{self, Outcome, Transport, Trial, Wait};
 use crate::harness::ring_capacity;
 use crate::options::Options;
+use crate::pin;
 use crate::report::{Progress, Section, millions, rotated};
 use crate::stats::Summary;
 use crate::svg;
@@ -96,7 +97,10 @@ pub fn run(o: &Options) -> Result<Section> {
                 if !applies(t, c.wait) {
                     continue;
                 }
-                let outcome = fanout::run(Trial::new(t, c.subs, SIZE, o.duration, c.wait))?;
+                let outcome = fanout::run(Trial {
+                    pin: o.pin,
+                    ..Trial::new(t, c.subs, SIZE, o.duration, c.wait)
+                })?;
                 progress.say(&format!(
                     "rep {}/{}, {} subscriber(s) {}, {:<14} {:8.2} M msgs/s",
                     rep + 1,
@@ -120,9 +124,10 @@ pub fn run(o: &Options) -> Result<Section> {
 
 fn report(o: &Options, transports: &[Transport], configs: &[Config]) -> Section {
     let mut text = format!(
-        "== small: {SIZE}-byte messages, {} ms per trial, median (min..max) of {} repetition(s)\n\n",
+        "== small: {SIZE}-byte messages, {} ms per trial, median (min..max) of {} repetition(s){}\n\n",
         o.duration.as_millis(),
-        o.reps
+        o.reps,
+        pin::heading(o.pin)
     );
     let mut table = Table::new(&[
         "subscribers",
@@ -249,6 +254,7 @@ fn report(o: &Options, transports: &[Transport], configs: &[Config]) -> Section 
         json: json!({
             "scenario": "small",
             "params": {
+                "pin": pin::json(o.pin),
                 "message_bytes": SIZE,
                 "configs": CONFIGS.iter().map(|(n, w)| json!({"subscribers": n, "mode": w.name()})).collect::<Vec<_>>(),
                 "duration_ms": o.duration.as_millis() as u64,

@@ -15,6 +15,7 @@ use crate::fanout::{self, Outcome, Transport, Trial, Wait};
 use crate::harness::ring_capacity;
 use crate::limits::Limits;
 use crate::options::Options;
+use crate::pin;
 use crate::report::{Progress, Section, gbps, rotated};
 use crate::stats::Summary;
 use crate::svg;
@@ -71,7 +72,10 @@ pub fn run(o: &Options, limits: Option<&Limits>) -> Result<Section> {
     for rep in 0..o.reps {
         for (k, m) in measured.iter_mut().enumerate() {
             for t in rotated(&transports, rep + k) {
-                let outcome = fanout::run(Trial::new(t, m.subs, o.size, o.duration, Wait::Event))?;
+                let outcome = fanout::run(Trial {
+                    pin: o.pin,
+                    ..Trial::new(t, m.subs, o.size, o.duration, Wait::Event)
+                })?;
                 progress.say(&format!(
                     "rep {}/{}, {} subscriber(s), {:<14} {:8.2} GB/s",
                     rep + 1,
@@ -108,9 +112,10 @@ fn report(
     let size = o.size;
     let mut text = format!(
         "== throughput: {size}-byte messages, {} ms per trial, median (min..max) of {} \
-         repetition(s)\n\n",
+         repetition(s){}\n\n",
         o.duration.as_millis(),
-        o.reps
+        o.reps,
+        pin::heading(o.pin)
     );
     let mut header = vec![
         "transport",
@@ -255,6 +260,7 @@ fn report(
         json: json!({
             "scenario": "throughput",
             "params": {
+                "pin": pin::json(o.pin),
                 "message_bytes": size,
                 "subscribers": o.subs,
                 "duration_ms": o.duration.as_millis() as u64,

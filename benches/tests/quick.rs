@@ -150,6 +150,57 @@ fn quick_run_covers_every_scenario() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `--pin` with the publisher on the first CPU this process may use and both subscribers on the
+/// last: the run succeeds (every process checks that it stayed on its CPU) and says where it ran.
+#[test]
+fn a_pinned_run_says_where_its_processes_ran() {
+    let allowed = rustix::thread::sched_getaffinity(None).expect("sched_getaffinity");
+    let cpus: Vec<usize> = (0..rustix::thread::CpuSet::MAX_CPU)
+        .filter(|&c| allowed.is_set(c))
+        .collect();
+    let (first, last) = (cpus[0], cpus[cpus.len() - 1]);
+    let pin = format!("{first},{last},{last}");
+    let dir = std::env::temp_dir().join(format!("shmcast-bench-pinned-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create a scratch directory");
+    let json = dir.join("figures.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_shmcast-bench"))
+        .args([
+            "backpressure",
+            "--quick",
+            "--only",
+            "shmcast-gating",
+            "--pin",
+            &pin,
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("run shmcast-bench");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "shmcast-bench --pin {pin} failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    let heading = format!("pinned to CPUs {pin} (publisher first)");
+    assert!(stdout.contains(&heading), "no {heading:?} in:\n{stdout}");
+    let all: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("read the JSON output"))
+            .expect("valid JSON");
+    assert_eq!(all[0]["params"]["pin"], pin.as_str(), "JSON: {all}");
+
+    let refused = Command::new(env!("CARGO_BIN_EXE_shmcast-bench"))
+        .args(["backpressure", "--quick", "--pin", "0,x"])
+        .output()
+        .expect("run shmcast-bench");
+    assert!(!refused.status.success(), "--pin 0,x accepted");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("\"x\" is not a CPU number"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn short_soak_passes() {
     // The soak bounds every wait itself; this watchdog only turns a hang of the whole binary

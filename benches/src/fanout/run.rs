@@ -3,14 +3,20 @@
 
 use super::trial::{Outcome, Transport, Trial, Wait};
 use super::{memcpy, shmcast, subscribers, tokio, unix_stream};
-use crate::error::{BenchError, Result};
+use crate::error::{BenchError, Result, sys};
 use crate::payload::Verifier;
+use crate::pin::Pinned;
 use crate::process;
 use crate::sys::{cpu_self_ns, now_ns};
 
-/// Runs one trial.
+/// Runs one trial, on the CPUs it names (the publishing thread here, back on its own CPUs
+/// after the trial).
 pub fn run(trial: Trial) -> Result<Outcome> {
-    match trial.transport {
+    let pinned = match trial.pin {
+        Some(pin) => Some(Pinned::thread(pin.publisher()).map_err(sys("pinning the publisher"))?),
+        None => None,
+    };
+    let outcome = match trial.transport {
         Transport::Memcpy => memcpy::publish(trial),
         Transport::UnixStream => unix_stream::publish(trial),
         Transport::ShmcastTokio => tokio::publish_shmcast(trial),
@@ -24,7 +30,11 @@ pub fn run(trial: Trial) -> Result<Outcome> {
         | Transport::ShmcastLatest => shmcast::publish(trial),
         #[cfg(feature = "iceoryx2")]
         Transport::Iceoryx2 => super::iceoryx::publish(trial),
+    }?;
+    if let Some(pinned) = &pinned {
+        pinned.check("the publisher")?;
     }
+    Ok(outcome)
 }
 
 /// The child side: `stream-subscriber TRANSPORT ENDPOINT SIZE WAIT WORK_NS`.
@@ -62,6 +72,7 @@ pub fn child(args: &[String]) -> Result<()> {
     };
     let end = now_ns();
     let cpu = cpu_self_ns() - cpu0;
+    crate::pin::child_check()?;
     process::say(&format!(
         "result messages={} skipped={} end_ns={end} cpu_ns={cpu} behind={}",
         verifier.messages, verifier.skipped, verifier.behind

@@ -23,23 +23,27 @@ pub(super) fn spawn(
     let mut fleet = Fleet::new();
     for i in 0..trial.subs {
         let (arg, fds) = endpoint(i);
-        fleet.spawn(Spec {
-            name: format!("{} subscriber {i}", trial.transport.name()),
-            role: ROLE,
-            args: vec![
-                trial.transport.name().into(),
-                arg,
-                trial.size.to_string(),
-                trial.wait.name().into(),
-                if i + 1 == trial.subs {
-                    trial.slow_ns
-                } else {
-                    0
-                }
-                .to_string(),
-            ],
-            fds,
-        })?;
+        let cpu = trial.pin.and_then(|p| p.subscriber(i));
+        fleet.spawn_on(
+            Spec {
+                name: format!("{} subscriber {i}", trial.transport.name()),
+                role: ROLE,
+                args: vec![
+                    trial.transport.name().into(),
+                    arg,
+                    trial.size.to_string(),
+                    trial.wait.name().into(),
+                    if i + 1 == trial.subs {
+                        trial.slow_ns
+                    } else {
+                        0
+                    }
+                    .to_string(),
+                ],
+                fds,
+            },
+            cpu,
+        )?;
     }
     Ok(fleet)
 }

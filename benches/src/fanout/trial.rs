@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::error::{BenchError, Result};
+use crate::pin::Pin;
 
 /// How a stream is carried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,6 +147,8 @@ pub struct Trial {
     pub in_flight: Option<usize>,
     /// Extra work per message of the last subscriber, ns (0: as fast as it checks).
     pub slow_ns: u64,
+    /// The CPUs of the publishing thread and the subscribers (`None`: the scheduler's choice).
+    pub pin: Option<Pin>,
 }
 
 impl Trial {
@@ -173,6 +176,7 @@ impl Trial {
             wait,
             in_flight: None,
             slow_ns: 0,
+            pin: None,
         }
     }
 }
