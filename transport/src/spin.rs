@@ -25,8 +25,10 @@
 //!   waiter looks how many threads the machine runs or could run (`/proc/loadavg`, at most once
 //!   per [`LOAD_CHECK_EVERY`]); with more than its CPUs, itself included, it sleeps at once,
 //!   budget untouched: a busy machine gives the CPU a spinner holds to a thread that needs it,
-//!   likely the one it waits for. The count is the whole machine's, so a process confined to
-//!   some of its CPUs spins less than it could, never more.
+//!   likely the one it waits for. Both counts are the whole machine's: a process confined to
+//!   one CPU (pinned, as latency-bound programs often are) still polls, since the thread that
+//!   ends its wait may run on another; one that shares its CPU with that thread loses its spins
+//!   to preemption, and its budget falls to none as on a busy machine.
 //! * On a machine with one CPU the thread that ends the wait cannot run while the waiter spins:
 //!   it never spins there.
 //! * A spin never exceeds the waiter's limit ([`MAX_SPIN`] unless set, [`CAP`] at most), so a
@@ -105,7 +107,7 @@ pub(crate) struct Spin {
     limit: Duration,
     /// The smallest budget: [`MIN_SPIN`], or `limit` if lower.
     floor: Duration,
-    /// CPUs this process may run on.
+    /// CPUs of the machine ([`machine_cpus`]).
     cpus: u32,
     /// When the machine's runnable threads were last counted, and whether there were no more
     /// than `cpus`.
@@ -135,7 +137,7 @@ impl Spin {
         runnable: fn() -> Option<u32>,
     ) -> Spin {
         let limit = limit.min(CAP);
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        let cpus = machine_cpus();
         let useful = !limit.is_zero() && cpus > 1;
         let floor = MIN_SPIN.min(limit);
         Spin {
@@ -284,6 +286,15 @@ impl Spin {
     }
 }
 
+/// The CPUs the machine has online, whatever this process's affinity: a waiter confined to one
+/// CPU still gains by polling while the thread that ends its wait runs on another (a publisher
+/// and a subscriber each pinned to a core of their own). One that shares its only CPU with that
+/// thread loses its spins to preemption, which takes its budget to none as on a busy machine.
+fn machine_cpus() -> u32 {
+    sys::process::online_cpus()
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32))
+}
+
 /// The pause instructions ([`std::hint::spin_loop`]) that take about [`POLL_GAP`] on this
 /// CPU, measured once per process (the fastest of a few short runs, so that a run that lost
 /// its CPU does not count; a few microseconds in all).
@@ -313,7 +324,7 @@ mod tests {
     use super::*;
 
     fn multi_cpu() -> bool {
-        std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+        machine_cpus() > 1
     }
 
     /// A machine where only the caller runs.
@@ -475,6 +486,27 @@ mod tests {
         let mut plain = Spin::with_probes(MAX_SPIN, Instant::now, idle);
         plain.after_sleep(256);
         assert_eq!((plain.pauses(), plain.floor), (1, PATIENT_MIN_SPIN));
+    }
+
+    /// A thread pinned to one CPU of a machine with more still polls: the thread that ends its
+    /// wait may run on another CPU (it did not poll at all when the count was its affinity's).
+    #[test]
+    fn a_waiter_pinned_to_one_cpu_of_several_polls() {
+        use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
+        if !multi_cpu() {
+            return;
+        }
+        let before = sched_getaffinity(None).unwrap();
+        let first = (0..CpuSet::MAX_CPU).find(|&c| before.is_set(c)).unwrap();
+        let mut one = CpuSet::new();
+        one.set(first);
+        sched_setaffinity(None, &one).unwrap();
+        let spin = Spin::with_probes(MAX_SPIN, Instant::now, idle);
+        let mut polled = spin;
+        let ready = polled.spin(|| true);
+        sched_setaffinity(None, &before).unwrap();
+        assert_eq!(spin.budget(), MAX_SPIN);
+        assert!(ready, "a pinned waiter did not poll");
     }
 
     #[test]

@@ -27,6 +27,31 @@ pub(crate) fn getuid() -> u32 {
     rustix::process::getuid().as_raw()
 }
 
+/// `open`, `read` and `close` of `/sys/devices/system/cpu/online`—How many CPUs the machine
+/// has online (what `sysconf(_SC_NPROCESSORS_ONLN)` reads), whatever this process's affinity;
+/// `None` where the file cannot be read or parsed. Read once per process.
+pub(crate) fn online_cpus() -> Option<u32> {
+    static ONLINE: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *ONLINE.get_or_init(|| {
+        let text = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+        count_cpu_list(text.trim())
+    })
+}
+
+/// The number of CPUs in a kernel CPU list (`0-3,8,10-11`); `None` if it is not one.
+fn count_cpu_list(list: &str) -> Option<u32> {
+    list.split(',').try_fold(0u32, |n, part| {
+        let (first, last) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
+            None => {
+                let cpu = part.parse::<u32>().ok()?;
+                (cpu, cpu)
+            }
+        };
+        n.checked_add(last.checked_sub(first)? + 1)
+    })
+}
+
 /// `open`, `read` and `close` of `/proc/loadavg`—How many threads of the whole machine are
 /// running or runnable at this moment, the caller included (its fourth field, the kernel's
 /// `nr_running`), or `None` where it cannot be read. Opens the file each time, so no descriptor
@@ -44,4 +69,19 @@ pub(crate) fn runnable_threads() -> Option<u32> {
         .next()?
         .parse()
         .ok()
+}
+
+#[cfg(test)]
+mod cpu_list_tests {
+    use super::count_cpu_list;
+
+    #[test]
+    fn cpu_lists_are_counted_and_anything_else_refused() {
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list("0-1"), Some(2));
+        assert_eq!(count_cpu_list("0-3,8,10-11"), Some(7));
+        for bad in ["", "x", "3-1", "0-", "0,,1"] {
+            assert_eq!(count_cpu_list(bad), None, "{bad:?}");
+        }
+    }
 }
