@@ -2,37 +2,47 @@
 //! with JSON and SVG output, and a short `shmcast-soak`. They check that a run completes and
 //! writes what it promises; they assert no timings.
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn scratch_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("shmcast-bench-quick-{}", std::process::id()));
+/// A fresh scratch directory for the test `name` of this process.
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("shmcast-bench-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create a scratch directory");
     dir
 }
 
-#[test]
-fn quick_run_covers_every_scenario() {
-    let dir = scratch_dir();
-    let json = dir.join("figures.json");
-    let svg = dir.join("charts");
+/// Runs `shmcast-bench` with `args`, which must succeed; returns what it printed on stdout.
+fn bench(args: &[&OsStr]) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_shmcast-bench"))
-        .arg("--quick")
-        .arg("--json")
-        .arg(&json)
-        .arg("--svg")
-        .arg(&svg)
+        .args(args)
         .output()
         .expect("run shmcast-bench");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "shmcast-bench --quick failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        "shmcast-bench {args:?} failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
         output.status
     );
+    stdout
+}
+
+#[test]
+fn quick_run_covers_every_scenario() {
+    let dir = scratch_dir("quick");
+    let json = dir.join("figures.json");
+    let svg = dir.join("charts");
+    let stdout = bench(&[
+        "--quick".as_ref(),
+        "--json".as_ref(),
+        json.as_os_str(),
+        "--svg".as_ref(),
+        svg.as_os_str(),
+    ]);
     for heading in [
         "== limits",
         "== throughput",
@@ -160,30 +170,18 @@ fn a_pinned_run_says_where_its_processes_ran() {
         .collect();
     let (first, last) = (cpus[0], cpus[cpus.len() - 1]);
     let pin = format!("{first},{last},{last}");
-    let dir = std::env::temp_dir().join(format!("shmcast-bench-pinned-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create a scratch directory");
+    let dir = scratch_dir("pinned");
     let json = dir.join("figures.json");
-    let output = Command::new(env!("CARGO_BIN_EXE_shmcast-bench"))
-        .args([
-            "backpressure",
-            "--quick",
-            "--only",
-            "shmcast-gating",
-            "--pin",
-            &pin,
-        ])
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .expect("run shmcast-bench");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "shmcast-bench --pin {pin} failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        output.status
-    );
+    let stdout = bench(&[
+        "backpressure".as_ref(),
+        "--quick".as_ref(),
+        "--only".as_ref(),
+        "shmcast-gating".as_ref(),
+        "--pin".as_ref(),
+        pin.as_ref(),
+        "--json".as_ref(),
+        json.as_os_str(),
+    ]);
     let heading = format!("pinned to CPUs {pin} (publisher first)");
     assert!(stdout.contains(&heading), "no {heading:?} in:\n{stdout}");
     let all: serde_json::Value =
