@@ -113,9 +113,11 @@ impl Fleet {
     pub fn spawn_on(&mut self, spec: Spec, cpu: Option<usize>) -> Result<usize> {
         let exe = std::env::current_exe().map_err(sys("locating the executable"))?;
         let mut command = Command::new(exe);
-        if let Some(cpu) = cpu {
-            command.env(crate::pin::ENV, cpu.to_string());
-        }
+        match cpu {
+            Some(cpu) => command.env(crate::pin::ENV, cpu.to_string()),
+            // Not one from this process's own environment either.
+            None => command.env_remove(crate::pin::ENV),
+        };
         command
             .arg(CHILD_ARG)
             .arg(std::process::id().to_string())
