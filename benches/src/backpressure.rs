@@ -9,10 +9,13 @@
 //! whether a ring that stays in the cache is as fast as a large one.
 //!
 //! Reports messages per second and subscriber, the publisher's sleeps for space and delivery
-//! syscalls per message, and CPU per message of all processes together.
+//! syscalls per message, and CPU per message of all processes together. Every configuration
+//! also measures its ceiling ([`ceiling::fill_rate`]): the rate at which the publishing thread
+//! alone writes the messages, which no transport can exceed, and each transport's share of it.
 
 use serde_json::json;
 
+use crate::ceiling;
 use crate::error::Result;
 use crate::fanout::{self, Outcome, Transport, Trial, Wait};
 use crate::harness::ring_holding;
@@ -137,8 +140,19 @@ pub fn run(o: &Options) -> Result<Section> {
         .collect();
     let mut outcomes: Vec<Vec<Vec<Outcome>>> =
         vec![vec![Vec::new(); transports.len()]; SHAPES.len()];
+    let mut ceilings: Vec<Vec<f64>> = vec![Vec::new(); SHAPES.len()];
     for rep in 0..o.reps {
         for (k, shape) in SHAPES.iter().enumerate() {
+            let ceiling = ceiling::fill_rate(shape.size, shape.in_flight, o.duration, o.pin)?;
+            progress.say(&format!(
+                "rep {}/{}, {}, {:<14} {:9.1} k msgs/s",
+                rep + 1,
+                o.reps,
+                shape.label(),
+                CEILING,
+                ceiling / 1e3
+            ));
+            ceilings[k].push(ceiling);
             for t in rotated(&transports, rep + k) {
                 let outcome = fanout::run(Trial {
                     in_flight: Some(in_flight_of(t, shape)),
@@ -159,7 +173,7 @@ pub fn run(o: &Options) -> Result<Section> {
             }
         }
     }
-    Ok(report(o, &transports, &outcomes))
+    Ok(report(o, &transports, &outcomes, &ceilings))
 }
 
 /// Per-message means over the repetitions of one transport: (publisher sleeps for space,
@@ -174,7 +188,15 @@ fn per_message(outcomes: &[Outcome]) -> (f64, f64, f64) {
     )
 }
 
-fn report(o: &Options, transports: &[Transport], outcomes: &[Vec<Vec<Outcome>>]) -> Section {
+/// The name of the ceiling's row: the publishing thread filling the messages alone.
+const CEILING: &str = "fill alone";
+
+fn report(
+    o: &Options,
+    transports: &[Transport],
+    outcomes: &[Vec<Vec<Outcome>>],
+    ceilings: &[Vec<f64>],
+) -> Section {
     let mut text = format!(
         "== backpressure: gating subscribers through {IN_FLIGHT} messages in flight (iceoryx2: a \
          buffer of {ICEORYX2_BUFFER}), {} ms per trial, median (min..max) of {} repetition(s){}\n\n",
@@ -190,10 +212,15 @@ fn report(o: &Options, transports: &[Transport], outcomes: &[Vec<Vec<Outcome>>])
     ];
     #[cfg(feature = "iceoryx2")]
     header.push("vs iceoryx2");
-    header.extend(["pub waits/msg", "pub syscalls/msg", "cpu ns/msg"]);
+    header.extend([
+        "of ceiling",
+        "pub waits/msg",
+        "pub syscalls/msg",
+        "cpu ns/msg",
+    ]);
     let mut table = Table::new(&header);
     let mut results = Vec::new();
-    for (shape, by_transport) in SHAPES.iter().zip(outcomes) {
+    for ((shape, by_transport), ceiling) in SHAPES.iter().zip(outcomes).zip(ceilings) {
         let rates = |i: usize| -> Vec<f64> {
             by_transport[i]
                 .iter()
@@ -204,6 +231,11 @@ fn report(o: &Options, transports: &[Transport], outcomes: &[Vec<Vec<Outcome>>])
         let base = index(Transport::UnixStream).map(rates).unwrap_or_default();
         #[cfg(feature = "iceoryx2")]
         let peer = index(Transport::Iceoryx2).map(rates).unwrap_or_default();
+        #[cfg(not(feature = "iceoryx2"))]
+        let peer: Vec<f64> = Vec::new();
+        let (row, result) = ceiling_row(shape, ceiling, &base, &peer);
+        table.row(row);
+        results.push(result);
         for (i, &t) in transports.iter().enumerate() {
             let r = rates(i);
             let s = Summary::of(&r);
@@ -219,7 +251,9 @@ fn report(o: &Options, transports: &[Transport], outcomes: &[Vec<Vec<Outcome>>])
             let vs_peer = Summary::ratio(&r, &peer);
             #[cfg(feature = "iceoryx2")]
             row.push(vs_peer.show(1.0, 2));
+            let of_ceiling = Summary::ratio(&r, ceiling);
             row.extend([
+                of_ceiling.show(1.0, 2),
                 format!("{waits:.3}"),
                 format!("{syscalls:.3}"),
                 format!("{cpu:.0}"),
@@ -236,6 +270,7 @@ fn report(o: &Options, transports: &[Transport], outcomes: &[Vec<Vec<Outcome>>])
                 "msgs_per_s": s.median,
                 "msgs_per_s_range": [s.min, s.max],
                 "ratio_vs_unix_stream": vs_unix.json(1.0),
+                "share_of_ceiling": of_ceiling.json(1.0),
                 "publisher_waits_per_msg": waits,
                 "publisher_syscalls_per_msg": syscalls,
                 "cpu_ns_per_msg": cpu,
@@ -253,7 +288,10 @@ fn report(o: &Options, transports: &[Transport], outcomes: &[Vec<Vec<Outcome>>])
     text.push_str(&table.render());
     text.push_str(
         "  msgs/s per sub = messages each subscriber checked per second (the slowest sets the \
-         pace); pub waits = sleeps for space (shmcast); cpu = all processes together\n",
+         pace); pub waits = sleeps for space (shmcast); cpu = all processes together\n  \
+         fill alone = the publishing thread writing the messages with no transport, where the \
+         publisher runs: the ceiling of every transport's rate; its ratios are the most any \
+         transport could reach in the same run\n",
     );
     Section {
         text,
@@ -277,4 +315,41 @@ fn report(o: &Options, transports: &[Transport], outcomes: &[Vec<Vec<Outcome>>])
         }),
         charts: Vec::new(),
     }
+}
+
+/// The ceiling's row and JSON entry: its rate, and how far above unix-stream's and the peer's
+/// (`peer`, empty without one) rates it is, paired by repetition.
+fn ceiling_row(
+    shape: &Shape,
+    ceiling: &[f64],
+    base: &[f64],
+    peer: &[f64],
+) -> (Vec<String>, serde_json::Value) {
+    let s = Summary::of(ceiling);
+    let vs_unix = Summary::ratio(ceiling, base);
+    let mut row = vec![
+        shape.label(),
+        CEILING.into(),
+        s.show(1e-3, 1),
+        vs_unix.show(1.0, 2),
+    ];
+    #[cfg(feature = "iceoryx2")]
+    row.push(Summary::ratio(ceiling, peer).show(1.0, 2));
+    row.extend(["1.00".into(), "-".into(), "-".into(), "-".into()]);
+    let mut result = json!({
+        "transport": CEILING,
+        "message_bytes": shape.size,
+        "subscribers": shape.subs,
+        "slow_subscriber_extra_ns": shape.slow_ns,
+        "in_flight": shape.in_flight,
+        "shmcast_ring_bytes": ring_holding(shape.size, shape.in_flight),
+        "msgs_per_s": s.median,
+        "msgs_per_s_range": [s.min, s.max],
+        "ratio_vs_unix_stream": vs_unix.json(1.0),
+        "raw_msgs_per_s": ceiling,
+    });
+    if !peer.is_empty() {
+        result["ratio_vs_iceoryx2"] = Summary::ratio(ceiling, peer).json(1.0);
+    }
+    (row, result)
 }

@@ -24,6 +24,7 @@
 //! | 2 | `iceoryx` | iceoryx2 as a peer transport (feature `iceoryx2`) |
 //! | 3 | [`fanout`] | one stream trial: `memcpy`, `unix-stream`, `shmcast-*`, `iceoryx2` |
 //! | 3 | [`limits`] | scenario: the machine's ceilings |
+//! | 3 | [`ceiling`] | the publisher's fill alone, the ceiling of a stream trial |
 //! | 4 | [`throughput`], [`small`], [`backpressure`] | scenarios over stream trials |
 //! | 4 | [`latency`] | scenario: paced timestamps to blocked listeners |
 //! | 4 | [`bridge`] | scenario: a topic through two Zenoh bridges against plain Zenoh |
@@ -32,6 +33,7 @@
 
 pub mod backpressure;
 pub mod bridge;
+pub mod ceiling;
 pub mod comparison;
 pub mod error;
 pub mod fanout;

@@ -109,6 +109,30 @@ fn quick_run_covers_every_scenario() {
         );
     }
 
+    // Every backpressure configuration has its ceiling, and each transport its share of it.
+    let backpressure = find("backpressure")["results"].as_array().unwrap();
+    let ceilings: Vec<&serde_json::Value> = backpressure
+        .iter()
+        .filter(|r| r["transport"] == "fill alone")
+        .collect();
+    assert_eq!(ceilings.len(), 6, "one ceiling per configuration");
+    for c in ceilings {
+        assert!(
+            c["msgs_per_s"].as_f64().is_some_and(|v| v > 0.0),
+            "ceiling msgs/s: {c}"
+        );
+    }
+    let gating = backpressure
+        .iter()
+        .find(|r| r["transport"] == "shmcast-gating")
+        .expect("a shmcast-gating backpressure result");
+    assert!(
+        gating["share_of_ceiling"]["median"]
+            .as_f64()
+            .is_some_and(|v| v > 0.0),
+        "share of the ceiling: {gating}"
+    );
+
     // The tokio transports in the small scenario, with their ratio to the tokio socket fan-out.
     let small = find("small")["results"].as_array().unwrap();
     for name in ["shmcast-tokio", "tokio-unix", "tokio-broadcast"] {
