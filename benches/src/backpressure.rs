@@ -259,25 +259,33 @@ fn report(
                 format!("{cpu:.0}"),
             ]);
             table.row(row);
-            #[allow(unused_mut)]
-            let mut result = json!({
-                "transport": t.name(),
-                "message_bytes": shape.size,
-                "subscribers": shape.subs,
-                "slow_subscriber_extra_ns": shape.slow_ns,
-                "in_flight": shape.in_flight,
-                "shmcast_ring_bytes": ring_holding(shape.size, shape.in_flight),
-                "msgs_per_s": s.median,
-                "msgs_per_s_range": [s.min, s.max],
-                "ratio_vs_unix_stream": vs_unix.json(1.0),
-                "share_of_ceiling": of_ceiling.json(1.0),
-                "publisher_waits_per_msg": waits,
-                "publisher_syscalls_per_msg": syscalls,
-                "cpu_ns_per_msg": cpu,
-                "raw_msgs_per_s": r,
-                "raw_publisher_waits": by_transport[i].iter().map(|x| x.publisher_waits).collect::<Vec<_>>(),
-                "raw_published": by_transport[i].iter().map(|x| x.published).collect::<Vec<_>>(),
-            });
+            let mut result = rate_json(shape, t.name(), &r, &base);
+            for (key, value) in [
+                ("share_of_ceiling", of_ceiling.json(1.0)),
+                ("publisher_waits_per_msg", waits.into()),
+                ("publisher_syscalls_per_msg", syscalls.into()),
+                ("cpu_ns_per_msg", cpu.into()),
+                (
+                    "raw_publisher_waits",
+                    json!(
+                        by_transport[i]
+                            .iter()
+                            .map(|x| x.publisher_waits)
+                            .collect::<Vec<_>>()
+                    ),
+                ),
+                (
+                    "raw_published",
+                    json!(
+                        by_transport[i]
+                            .iter()
+                            .map(|x| x.published)
+                            .collect::<Vec<_>>()
+                    ),
+                ),
+            ] {
+                result[key] = value;
+            }
             #[cfg(feature = "iceoryx2")]
             if !peer.is_empty() {
                 result["ratio_vs_iceoryx2"] = vs_peer.json(1.0);
@@ -336,8 +344,19 @@ fn ceiling_row(
     #[cfg(feature = "iceoryx2")]
     row.push(Summary::ratio(ceiling, peer).show(1.0, 2));
     row.extend(["1.00".into(), "-".into(), "-".into(), "-".into()]);
-    let mut result = json!({
-        "transport": CEILING,
+    let mut result = rate_json(shape, CEILING, ceiling, base);
+    if !peer.is_empty() {
+        result["ratio_vs_iceoryx2"] = Summary::ratio(ceiling, peer).json(1.0);
+    }
+    (row, result)
+}
+
+/// The JSON entry of one row of `shape`: its configuration, and the rates `rates` of `name` with
+/// their ratio to unix-stream's (`base`).
+fn rate_json(shape: &Shape, name: &str, rates: &[f64], base: &[f64]) -> serde_json::Value {
+    let s = Summary::of(rates);
+    json!({
+        "transport": name,
         "message_bytes": shape.size,
         "subscribers": shape.subs,
         "slow_subscriber_extra_ns": shape.slow_ns,
@@ -345,11 +364,7 @@ fn ceiling_row(
         "shmcast_ring_bytes": ring_holding(shape.size, shape.in_flight),
         "msgs_per_s": s.median,
         "msgs_per_s_range": [s.min, s.max],
-        "ratio_vs_unix_stream": vs_unix.json(1.0),
-        "raw_msgs_per_s": ceiling,
-    });
-    if !peer.is_empty() {
-        result["ratio_vs_iceoryx2"] = Summary::ratio(ceiling, peer).json(1.0);
-    }
-    (row, result)
+        "ratio_vs_unix_stream": Summary::ratio(rates, base).json(1.0),
+        "raw_msgs_per_s": rates,
+    })
 }
