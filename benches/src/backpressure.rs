@@ -18,7 +18,7 @@ use serde_json::json;
 use crate::ceiling;
 use crate::error::Result;
 use crate::fanout::{self, Outcome, Transport, Trial, Wait};
-use crate::harness::ring_holding;
+use crate::harness::{frame_bytes, ring_holding};
 use crate::options::Options;
 use crate::pin;
 use crate::report::{Progress, Section, rotated};
@@ -112,7 +112,7 @@ impl Shape {
     /// What holds the messages in flight, as the label says it.
     fn buffer(&self) -> String {
         let ring = ring_holding(self.size, self.in_flight);
-        let frames = ring / (self.size as u64 + 16).next_multiple_of(16);
+        let frames = ring / frame_bytes(self.size);
         if ring >= 1 << 20 {
             format!("{} MiB ({frames} frames)", ring >> 20)
         } else {
@@ -259,30 +259,16 @@ fn report(
                 format!("{cpu:.0}"),
             ]);
             table.row(row);
+            let raw =
+                |f: fn(&Outcome) -> u64| json!(by_transport[i].iter().map(f).collect::<Vec<_>>());
             let mut result = rate_json(shape, t.name(), &r, &base);
             for (key, value) in [
                 ("share_of_ceiling", of_ceiling.json(1.0)),
                 ("publisher_waits_per_msg", waits.into()),
                 ("publisher_syscalls_per_msg", syscalls.into()),
                 ("cpu_ns_per_msg", cpu.into()),
-                (
-                    "raw_publisher_waits",
-                    json!(
-                        by_transport[i]
-                            .iter()
-                            .map(|x| x.publisher_waits)
-                            .collect::<Vec<_>>()
-                    ),
-                ),
-                (
-                    "raw_published",
-                    json!(
-                        by_transport[i]
-                            .iter()
-                            .map(|x| x.published)
-                            .collect::<Vec<_>>()
-                    ),
-                ),
+                ("raw_publisher_waits", raw(|x| x.publisher_waits)),
+                ("raw_published", raw(|x| x.published)),
             ] {
                 result[key] = value;
             }

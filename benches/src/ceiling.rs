@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use crate::error::{Result, sys};
-use crate::harness::ring_holding;
+use crate::harness::{frame_bytes, ring_holding};
 use crate::payload;
 use crate::pin::{Pin, Pinned};
 use crate::sys::now_ns;
@@ -26,7 +26,7 @@ pub fn fill_rate(
     duration: Duration,
     pin: Option<Pin>,
 ) -> Result<f64> {
-    let frame = (size + 16).next_multiple_of(16);
+    let frame = frame_bytes(size) as usize;
     let frames = (ring_holding(size, in_flight) as usize / frame).max(1);
     let mut ring = vec![0u8; frames * frame];
     let pinned = match pin {

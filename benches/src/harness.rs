@@ -32,6 +32,12 @@ pub fn ring_capacity(size: usize) -> u64 {
     ((size as u64 + 16).next_power_of_two() * 4).max(1 << 20)
 }
 
+/// Bytes a message of `size` bytes takes in a ring: its 16-byte header and the message,
+/// rounded up to 16.
+pub fn frame_bytes(size: usize) -> u64 {
+    (size as u64 + 16).next_multiple_of(16)
+}
+
 /// The power-of-two shmcast ring closest to holding `frames` messages of `size` bytes (each
 /// frame is the message and a 16-byte header, rounded up to 16 bytes): the largest that holds
 /// at most `frames`, unless it holds fewer than `frames - 1`; then the smallest that holds at
@@ -39,7 +45,7 @@ pub fn ring_capacity(size: usize) -> u64 {
 /// 15 frames of 1 MiB); smaller ones would lose more (1 KiB holds 12 frames of 64 B, so 64 B
 /// messages get 2 KiB, 25 frames).
 pub fn ring_holding(size: usize, frames: usize) -> u64 {
-    let frame = (size as u64 + 16).next_multiple_of(16);
+    let frame = frame_bytes(size);
     let most = frame * frames as u64;
     // The largest power of two not above `most`.
     let below = 1 << (63 - most.leading_zeros());
