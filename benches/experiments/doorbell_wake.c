@@ -5,7 +5,7 @@
  * One publisher process stores a CLOCK_MONOTONIC timestamp in shared memory every INTERVAL_US
  * (default 100) and
  * wakes one listener process; the listener records the time from the timestamp to its wake-up.
- * Five ways to wake, one per run:
+ * The ways to wake, one per run:
  *
  *   0 futex          FUTEX_WAKE on a shared word; the listener in FUTEX_WAIT (a blocking `recv`)
  *   1 socket-nested  one byte sent with MSG_DONTWAIT on a SOCK_SEQPACKET pair; the listener in
@@ -19,17 +19,25 @@
  *   7 timer-nested   timerfd_settime of a timerfd to expire 1 ns from now, the timer
  *                    (edge-triggered, never read) inside a set inside the listener's set
  *   8 timer-direct   the same timer directly in the listener's set
+ *   9 uring-direct   FUTEX_WAKE on the shared word, as for a blocking receive; the listener keeps
+ *                    an io_uring FUTEX_WAIT (Linux 6.7 and later) on the word in flight, the
+ *                    ring's descriptor (readable when a completion is posted) in its epoll set
+ *  10 uring-nested   the same ring's descriptor inside a set inside the listener's set
+ *
+ * The io_uring ways take IORING_SETUP flags from the environment (UFLAGS=0x100 for
+ * COOP_TASKRUN, 0x3000 for SINGLE_ISSUER | DEFER_TASKRUN; default none).
  *
  * Each woken listener takes what woke it (recv, read) as a subscriber does. It prints the p50
  * and p90 of the wake latency. An experiment behind docs/performance.md ("An async
  * subscriber's wake is the doorbell's"), not part of the comparison binary:
  *
  *   cc -O2 -o doorbell_wake benches/experiments/doorbell_wake.c
- *   for r in 1 2 3 4 5; do for m in 0 1 2 3 4 5 6 7 8; do ./doorbell_wake $m; done; done
+ *   for r in 1 2 3 4 5; do for m in 0 1 2 3 4 5 6 7 8 9 10; do ./doorbell_wake $m; done; done
  *   ./doorbell_wake MODE [INTERVAL_US]
  */
 #define _GNU_SOURCE
 #include <linux/futex.h>
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,15 +52,22 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/io_uring.h>
+#include <string.h>
+
+/* Not in every distribution's headers yet (Linux 6.7 added them). */
+#define OP_FUTEX_WAIT 51
+#define FUTEX2_U32 0x02
 
 #define MESSAGES 10000
 #define WARMUP 200
 
 enum { FUTEX, SOCKET_NESTED, SOCKET_DIRECT, EVENTFD_DIRECT, EVENTFD_NESTED, SOCKET_RECV, SOCKET_POLL,
-       TIMER_NESTED, TIMER_DIRECT, MODES };
+       TIMER_NESTED, TIMER_DIRECT, URING_DIRECT, URING_NESTED, MODES };
 static const char *const NAMES[MODES] = {"futex", "socket-nested", "socket-direct",
                                          "eventfd-direct", "eventfd-nested", "socket-recv",
-                                         "socket-poll", "timer-nested", "timer-direct"};
+                                         "socket-poll", "timer-nested", "timer-direct",
+                                         "uring-direct", "uring-nested"};
 
 struct shared {
     _Atomic uint32_t word;
@@ -71,6 +86,82 @@ static int by_value(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* A minimal io_uring that keeps one FUTEX_WAIT in flight. */
+struct uring {
+    int fd;
+    unsigned flags;
+    unsigned *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
+    struct io_uring_sqe *sqes;
+    struct io_uring_cqe *cqes;
+};
+
+static void uring_init(struct uring *u, unsigned flags) {
+    struct io_uring_params p;
+    memset(&p, 0, sizeof p);
+    p.flags = flags;
+    u->flags = flags;
+    u->fd = syscall(__NR_io_uring_setup, 4, &p);
+    if (u->fd < 0) {
+        perror("io_uring_setup");
+        exit(1);
+    }
+    size_t rings = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+    size_t cq = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+    if (cq > rings)
+        rings = cq;
+    char *r = mmap(NULL, rings, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, u->fd,
+                   IORING_OFF_SQ_RING);
+    u->sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_POPULATE, u->fd, IORING_OFF_SQES);
+    if (r == MAP_FAILED || u->sqes == MAP_FAILED || !(p.features & IORING_FEAT_SINGLE_MMAP)) {
+        perror("mapping the io_uring");
+        exit(1);
+    }
+    u->sq_tail = (unsigned *)(r + p.sq_off.tail);
+    u->sq_mask = (unsigned *)(r + p.sq_off.ring_mask);
+    u->sq_array = (unsigned *)(r + p.sq_off.array);
+    u->cq_head = (unsigned *)(r + p.cq_off.head);
+    u->cq_tail = (unsigned *)(r + p.cq_off.tail);
+    u->cq_mask = (unsigned *)(r + p.cq_off.ring_mask);
+    u->cqes = (struct io_uring_cqe *)(r + p.cq_off.cqes);
+}
+
+/* Submits a FUTEX_WAIT on `word` while it holds `val` (shared, not private: the publisher is
+ * another process). */
+static void uring_futex_wait(struct uring *u, _Atomic uint32_t *word, uint32_t val) {
+    unsigned tail = *u->sq_tail, idx = tail & *u->sq_mask;
+    struct io_uring_sqe *e = &u->sqes[idx];
+    memset(e, 0, sizeof *e);
+    e->opcode = OP_FUTEX_WAIT;
+    e->fd = FUTEX2_U32;
+    e->addr = (uint64_t)(uintptr_t)word;
+    e->off = val;           /* addr2: the expected value */
+    e->addr3 = 0xffffffffu; /* the bitset: any wake */
+    u->sq_array[idx] = idx;
+    __atomic_store_n(u->sq_tail, tail + 1, __ATOMIC_RELEASE);
+    if (syscall(__NR_io_uring_enter, u->fd, 1, 0, 0, NULL, 0) != 1) {
+        perror("io_uring_enter");
+        exit(1);
+    }
+}
+
+/* Takes the posted completions (running deferred task work first if the ring defers it);
+ * returns how many there were. */
+static int uring_reap(struct uring *u) {
+    if (u->flags & IORING_SETUP_DEFER_TASKRUN)
+        syscall(__NR_io_uring_enter, u->fd, 0, 0, IORING_ENTER_GETEVENTS, NULL, 0);
+    unsigned head = *u->cq_head, tail = __atomic_load_n(u->cq_tail, __ATOMIC_ACQUIRE);
+    for (unsigned h = head; h != tail; h++) {
+        int res = u->cqes[h & *u->cq_mask].res;
+        if (res < 0 && res != -EAGAIN) { /* EAGAIN: the word had moved on already */
+            fprintf(stderr, "io_uring FUTEX_WAIT: %s\n", strerror(-res));
+            exit(1);
+        }
+    }
+    __atomic_store_n(u->cq_head, tail, __ATOMIC_RELEASE);
+    return (int)(tail - head);
+}
+
 static void add(int set, int fd, uint32_t events) {
     struct epoll_event ev = {.events = events, .data.fd = fd};
     if (epoll_ctl(set, EPOLL_CTL_ADD, fd, &ev) != 0) {
@@ -83,12 +174,21 @@ static void add(int set, int fd, uint32_t events) {
 static void listen_all(int mode, struct shared *s, int sock, int efd, int tfd) {
     int set = epoll_create1(0), inner = epoll_create1(0);
     int timer = mode == TIMER_NESTED || mode == TIMER_DIRECT;
-    int nested = mode == SOCKET_NESTED || mode == EVENTFD_NESTED || mode == TIMER_NESTED;
-    int source = mode == EVENTFD_DIRECT || mode == EVENTFD_NESTED ? efd : timer ? tfd : sock;
+    int nested = mode == SOCKET_NESTED || mode == EVENTFD_NESTED || mode == TIMER_NESTED ||
+                 mode == URING_NESTED;
+    int uring = mode == URING_DIRECT || mode == URING_NESTED, pending = 0;
+    struct uring u;
+    if (uring)
+        uring_init(&u, getenv("UFLAGS") ? (unsigned)strtoul(getenv("UFLAGS"), NULL, 0) : 0);
+    int source = uring ? u.fd
+                 : mode == EVENTFD_DIRECT || mode == EVENTFD_NESTED ? efd
+                 : timer ? tfd
+                         : sock;
     if (nested) {
         add(inner, source, timer ? EPOLLIN | EPOLLET : EPOLLIN);
         add(set, inner, EPOLLIN | EPOLLET);
-    } else if (mode == SOCKET_DIRECT || mode == EVENTFD_DIRECT || mode == TIMER_DIRECT) {
+    } else if (mode == SOCKET_DIRECT || mode == EVENTFD_DIRECT || mode == TIMER_DIRECT ||
+               mode == URING_DIRECT) {
         add(set, source, EPOLLIN | EPOLLET);
     }
     for (uint32_t i = 0; i < MESSAGES; i++) {
@@ -96,6 +196,25 @@ static void listen_all(int mode, struct shared *s, int sock, int efd, int tfd) {
             uint32_t w;
             while ((w = atomic_load(&s->word)) == i)
                 syscall(SYS_futex, &s->word, FUTEX_WAIT, w, NULL, NULL, 0);
+        } else if (uring) {
+            /* As an event loop would: one wait in flight, the ring's descriptor in the set. */
+            struct epoll_event ev;
+            while (atomic_load(&s->word) == i) {
+                if (!pending) {
+                    uring_futex_wait(&u, &s->word, i);
+                    pending = 1;
+                }
+                if (uring_reap(&u) > 0) { /* completed at once (EAGAIN) or already woken */
+                    pending = 0;
+                    continue;
+                }
+                if (epoll_wait(set, &ev, 1, 5) == 0)
+                    continue;
+                if (uring_reap(&u) > 0)
+                    pending = 0;
+                if (nested)
+                    epoll_wait(inner, &ev, 1, 0);
+            }
         } else if (mode == SOCKET_RECV) {
             struct timeval t = {.tv_sec = 0, .tv_usec = 5000};
             char buf[16];
@@ -133,7 +252,8 @@ int main(int argc, char **argv) {
     if (mode < 0 || mode >= MODES || interval_us < 1) {
         fprintf(stderr, "usage: doorbell_wake MODE [INTERVAL_US] (modes: 0 futex, 1 socket-nested, "
                         "2 socket-direct, 3 eventfd-direct, 4 eventfd-nested, 5 socket-recv, "
-                        "6 socket-poll, 7 timer-nested, 8 timer-direct)\n");
+                        "6 socket-poll, 7 timer-nested, 8 timer-direct, 9 uring-direct, "
+                        "10 uring-nested)\n");
         return 2;
     }
     struct shared *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
@@ -158,7 +278,7 @@ int main(int argc, char **argv) {
         struct timespec t = {.tv_sec = at / 1000000000ull, .tv_nsec = at % 1000000000ull};
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
         atomic_store(&s->stamp, now_ns());
-        if (mode == FUTEX) {
+        if (mode == FUTEX || mode == URING_DIRECT || mode == URING_NESTED) {
             atomic_store(&s->word, i + 1);
             syscall(SYS_futex, &s->word, FUTEX_WAKE, 1, NULL, NULL, 0);
         } else if (mode == TIMER_NESTED || mode == TIMER_DIRECT) {
