@@ -144,7 +144,7 @@
 //! | `introspect` | a topic's snapshot ([`TopicInfo`]) and its INFO record (codec only) |
 //! | `introspect_serve` | the publisher's answer to an INSPECT request, and its rate bound |
 //! | `inspect` | asking a publisher for its snapshot: [`inspect`], [`Inspector`] |
-//! | `spin` | how long a waiter polls before it sleeps (a publisher for space, a subscriber in a blocking receive for a message), learned per waiter, only while a core is free |
+//! | `spin` | how long a waiter polls before it sleeps (a publisher for space, a subscriber in a blocking receive for a message), learned per waiter: continuously while a core is free, between yields while none is |
 //! | `wake` | wake delivery, sleeping on the wake word, doorbells, the recheck and nap tuning |
 //! | `readiness` | the subscriber's descriptor for event loops |
 //! | `full_wait` | a loan's wait for space: its deadline, the stall bound, the announcement |

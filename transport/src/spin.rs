@@ -19,16 +19,21 @@
 //! * More runnable threads than cores (more spinners than free cores, or the thread that would
 //!   end the wait preempted by the spinner) make spins fail, which shrinks the budget the same
 //!   way. A spin that lost its CPU meanwhile (two clock reads more than [`PREEMPTED`] apart) is
-//!   a failure whatever it found: on a machine with no free core, spinning only takes the CPU
-//!   from the thread it waits for.
-//! * Spinning is only sane with fewer spinning threads than free cores. Before it spins, a
-//!   waiter looks how many threads the machine runs or could run (`/proc/loadavg`, at most once
-//!   per [`LOAD_CHECK_EVERY`]); with more than its CPUs, itself included, it sleeps at once,
-//!   budget untouched: a busy machine gives the CPU a spinner holds to a thread that needs it,
-//!   likely the one it waits for. Both counts are the whole machine's: a process confined to
-//!   one CPU (pinned, as latency-bound programs often are) still polls, since the thread that
-//!   ends its wait may run on another; one that shares its CPU with that thread loses its spins
-//!   to preemption, and its budget falls to none as on a busy machine.
+//!   a failure whatever it found: on a machine with no free core, spinning continuously only
+//!   takes the CPU from the thread it waits for.
+//! * Spinning continuously is only sane with fewer spinning threads than free cores. Before it
+//!   spins, a waiter looks how many threads the machine runs or could run (`/proc/loadavg`, at
+//!   most once per [`LOAD_CHECK_EVERY`]). With more than its CPUs, itself included, it polls
+//!   between yields instead (`sched_yield`): every thread its CPU could run, likely the one it
+//!   waits for or a third one that shares the core with both, runs before its next poll, and
+//!   the spin learns from what it found as a continuous one does (losing the CPU is what a
+//!   yield is for, so that is no failure there). Both counts are the whole machine's: a
+//!   process confined to one CPU (pinned, as latency-bound programs often are) still polls,
+//!   since the thread that ends its wait may run on another; one that shares its CPU with that
+//!   thread loses its spins to preemption, and its budget falls to none as on a busy machine.
+//!   On a 2-core machine running three threads of one stream, or a stream beside a busy loop,
+//!   sleeping at once there cost a wake per message where a yield found the message a moment
+//!   later ("With no free core, a waiter polls between yields" in `docs/performance.md`).
 //! * On a machine with one CPU the thread that ends the wait cannot run while the waiter spins:
 //!   it never spins there.
 //! * A spin never exceeds the waiter's limit ([`MAX_SPIN`] unless set, [`CAP`] at most), so a
@@ -116,6 +121,9 @@ pub(crate) struct Spin {
     clock: fn() -> Instant,
     /// Threads running or runnable on the machine, this one included (`None`: unknown).
     runnable: fn() -> Option<u32>,
+    /// Gives this thread's CPU to any other thread that can run there (`sched_yield` but in
+    /// tests).
+    yield_cpu: fn(),
     /// Whether a patient spin spaces its polls.
     spaced: bool,
     /// Whether this waiter is patient ([`set_patient`](Self::set_patient)).
@@ -150,6 +158,7 @@ impl Spin {
             load_checked: None,
             clock,
             runnable,
+            yield_cpu: std::thread::yield_now,
             spaced: false,
             patient: false,
         }
@@ -235,7 +244,7 @@ impl Spin {
         };
         let start = (self.clock)();
         if !self.core_free(start) {
-            return false;
+            return self.yielding(budget, start, ready);
         }
         let mut last = start;
         let mut preempted = false;
@@ -249,9 +258,7 @@ impl Spin {
                 if preempted {
                     self.shrink();
                 } else {
-                    // Towards twice what it took, smoothed so one lucky spin does not set it.
-                    let took = (self.clock)() - start;
-                    self.budget = ((self.budget + took * 2) / 2).clamp(self.floor, self.limit);
+                    self.learn((self.clock)() - start);
                 }
                 return true;
             }
@@ -271,6 +278,35 @@ impl Spin {
         }
     }
 
+    /// The spin of a waiter with no free core: polls `ready` with a `sched_yield` between two
+    /// polls, so that every thread this CPU could run (the one it waits for, if it is queued
+    /// here) runs first. Learns like a continuous spin, except that losing the CPU is what a
+    /// yield is for, not a failure.
+    fn yielding(
+        &mut self,
+        budget: Duration,
+        start: Instant,
+        mut ready: impl FnMut() -> bool,
+    ) -> bool {
+        loop {
+            if ready() {
+                self.learn((self.clock)() - start);
+                return true;
+            }
+            if (self.clock)() - start >= budget {
+                self.shrink();
+                return false;
+            }
+            (self.yield_cpu)();
+        }
+    }
+
+    /// Moves the budget towards twice what a spin that found what it waited for took,
+    /// smoothed so one lucky spin does not set it.
+    fn learn(&mut self, took: Duration) {
+        self.budget = ((self.budget + took * 2) / 2).clamp(self.floor, self.limit);
+    }
+
     /// Halves the budget after a failed spin, to none below the floor.
     fn shrink(&mut self) {
         self.budget /= 2;
@@ -283,6 +319,12 @@ impl Spin {
     #[cfg(test)]
     pub(crate) fn budget(&self) -> Duration {
         self.budget
+    }
+
+    /// This spin, yielding its CPU with `yield_cpu` on a busy machine.
+    #[cfg(test)]
+    fn yield_with(self, yield_cpu: fn()) -> Spin {
+        Spin { yield_cpu, ..self }
     }
 }
 
@@ -342,25 +384,62 @@ mod tests {
         Some(u32::MAX)
     }
 
+    std::thread_local! {
+        static YIELDS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    }
+
+    /// A yield after which other threads ran for 5 µs.
+    fn fake_yield() {
+        YIELDS.with(|y| y.set(y.get() + 1));
+        advance(Duration::from_micros(5));
+    }
+
+    /// With no free core a waiter polls between yields, learns from what it found like a
+    /// continuous spin (a yield that gave its CPU away is no failure), falls to no budget when
+    /// nothing comes, and counts the machine's threads once per period.
     #[test]
-    fn a_busy_machine_sleeps_at_once_and_is_looked_at_once_per_period() {
-        let mut spin = Spin::with_probes(MAX_SPIN, fake_now, busy);
-        let before = spin.budget();
-        for _ in 0..PROBE_EVERY * 2 {
-            assert!(!spin.spin(|| panic!("polled on a busy machine")));
+    fn a_busy_machine_polls_between_yields_and_is_looked_at_once_per_period() {
+        if !multi_cpu() {
+            return;
         }
-        assert_eq!(spin.budget(), before, "the budget is not what failed");
+        let mut spin = Spin::with_probes(MAX_SPIN, fake_now, busy).yield_with(fake_yield);
+        let mut polls = 0;
+        assert!(spin.spin(|| {
+            polls += 1;
+            polls == 4
+        }));
+        assert_eq!(YIELDS.with(|y| y.get()), 3, "a yield between two polls");
+        let took = Duration::from_micros(15);
         assert_eq!(
-            LOOKS.with(|l| l.get()),
-            u32::from(multi_cpu()),
-            "one look per period"
+            spin.budget(),
+            (MAX_SPIN + took * 2) / 2,
+            "learned, not shrunk"
         );
+        for _ in 0..10 {
+            assert!(spin.spin(|| true));
+        }
+        assert_eq!(LOOKS.with(|l| l.get()), 1, "one look per period");
         advance(LOAD_CHECK_EVERY);
-        assert!(!spin.spin(|| panic!("polled on a busy machine")));
+        assert!(spin.spin(|| true));
+        assert_eq!(LOOKS.with(|l| l.get()), 2, "looked again");
+        // A peer that never comes: each spin ends at its budget, which halves to none.
+        let mut failures = 0;
+        while !spin.budget().is_zero() {
+            let before = YIELDS.with(|y| y.get());
+            assert!(!spin.spin(|| false));
+            let yields = YIELDS.with(|y| y.get()) - before;
+            assert!(yields >= 1, "every failed poll yields");
+            failures += 1;
+            assert!(failures < 20, "the budget halves on each failure");
+        }
+        let before = YIELDS.with(|y| y.get());
+        for _ in 0..PROBE_EVERY - 1 {
+            assert!(!spin.spin(|| panic!("polled with no budget")));
+        }
         assert_eq!(
-            LOOKS.with(|l| l.get()),
-            2 * u32::from(multi_cpu()),
-            "looked again"
+            YIELDS.with(|y| y.get()),
+            before,
+            "no budget: no yields either"
         );
     }
 
