@@ -355,8 +355,9 @@ typedef struct shmcast_publisher_options {
      * `SHMCAST_SPIN_LIMIT_MAX_US` (10000; more is `SHMCAST_EINVAL`), `SHMCAST_SPIN_NONE` to
      * sleep at once, or 0 (default) for the library's default, 50 µs. Within this limit the
      * publisher learns how long to poll from its last waits, and stops polling while
-     * subscribers do not release or while the machine has no core free; it never polls on a
-     * single-CPU machine. Polling saves the sleep and a cross-CPU wake when a gating subscriber
+     * subscribers do not release in time; while the machine has no core free it polls between
+     * `sched_yield`s, so that the subscribers run first; it never polls on a single-CPU
+     * machine. Polling saves the sleep and a cross-CPU wake when a gating subscriber
      * is about to release, the normal state of a small ring. A loan may end up to this much
      * past its timeout.
      */
@@ -482,8 +483,9 @@ typedef struct shmcast_subscriber_options {
      * 1 to `SHMCAST_SPIN_LIMIT_MAX_US` (10000; more is `SHMCAST_EINVAL`), `SHMCAST_SPIN_NONE`
      * to sleep at once, or 0 (default) for the library's default, 50 µs. Within this limit the
      * subscriber learns how long to poll from its last waits, and stops polling while no
-     * message comes in time or while the machine has no core free; it never polls on a
-     * single-CPU machine. Polling saves the sleep, the publisher's wake and a cross-CPU wake
+     * message comes in time; while the machine has no core free it polls between
+     * `sched_yield`s, so that the publisher (or a reader sharing its core) runs first; it never
+     * polls on a single-CPU machine. Polling saves the sleep, the publisher's wake and a cross-CPU wake
      * when the publisher is about to publish. A receive with `timeout_ms` 0 never polls; a
      * timed one may end up to this much past its timeout. `spin` adds to it.
      */

@@ -53,6 +53,9 @@ pub(crate) enum Next {
 /// then; a demotion restarts the stall.
 pub(crate) struct FullWait {
     wait: Wait,
+    /// Whether this wait runs on an async runtime's thread, which a poll between yields would
+    /// take from the runtime's other tasks ([`in_reactor`](Self::in_reactor)).
+    reactor: bool,
     stall_bound: Option<Duration>,
     first_full: Option<Instant>,
     stalled_since: Option<Instant>,
@@ -64,10 +67,22 @@ impl FullWait {
     pub(crate) fn new(wait: Wait, stall_bound: Option<Duration>) -> Self {
         FullWait {
             wait,
+            reactor: false,
             stall_bound,
             first_full: None,
             stalled_since: None,
             stall_reported: false,
+        }
+    }
+
+    /// This wait, on an async runtime's thread: it polls for space only where a core is free,
+    /// never between yields, which would hold the runtime's other tasks back; where none is,
+    /// the task awaits its doorbells at once.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn in_reactor(self) -> Self {
+        FullWait {
+            reactor: true,
+            ..self
         }
     }
 
@@ -112,7 +127,12 @@ impl FullWait {
         }
         // A subscriber about to release usually frees the space within microseconds: poll for
         // it before announcing a wait (see `spin` for the budget and when it is none).
-        if spin.spin(|| writer.has_space_for(len)) {
+        let found = if self.reactor {
+            spin.spin_unless_busy(|| writer.has_space_for(len))
+        } else {
+            spin.spin(|| writer.has_space_for(len))
+        };
+        if found {
             return Ok(Next::Retry);
         }
         // Cannot fail: the reservation accepted `len`.

@@ -119,8 +119,10 @@ impl PublisherBuilder {
 
     /// The longest a loan that found the ring full polls for space before it sleeps (default
     /// 50 µs; `Duration::ZERO`: sleep at once). Within this limit the publisher learns how long
-    /// to poll from its last waits, and stops polling while subscribers do not release (stopped,
-    /// or starved of CPU by more runnable threads than cores); it never polls on a single-CPU
+    /// to poll from its last waits, and stops polling while subscribers do not release in time
+    /// (stopped, or slow). Where the machine runs more threads than it has CPUs, it polls
+    /// between `sched_yield`s, so that the threads that would release run first (a loan
+    /// awaited on an async runtime does not poll there at all); it never polls on a single-CPU
     /// machine. Polling saves the sleep, the subscriber's doorbell and a cross-CPU wake when a
     /// gating subscriber is about to release, the normal state of a small ring. A longer limit
     /// than [`MAX_SPIN_LIMIT`] (10 ms) counts as that.

@@ -228,7 +228,19 @@ impl Spin {
 
     /// Polls `ready` until it holds or the budget is spent; returns whether it held. Adapts the
     /// budget to the outcome.
-    pub(crate) fn spin(&mut self, mut ready: impl FnMut() -> bool) -> bool {
+    pub(crate) fn spin(&mut self, ready: impl FnMut() -> bool) -> bool {
+        self.spin_as(ready, true)
+    }
+
+    /// [`spin`](Self::spin) for a waiter on an async runtime's thread: where no core is free it
+    /// does not poll at all (budget untouched), since yields would hold the runtime's other
+    /// tasks back.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn spin_unless_busy(&mut self, ready: impl FnMut() -> bool) -> bool {
+        self.spin_as(ready, false)
+    }
+
+    fn spin_as(&mut self, mut ready: impl FnMut() -> bool, yields: bool) -> bool {
         if !self.useful {
             return false;
         }
@@ -244,7 +256,7 @@ impl Spin {
         };
         let start = (self.clock)();
         if !self.core_free(start) {
-            return self.yielding(budget, start, ready);
+            return yields && self.yielding(budget, start, ready);
         }
         let mut last = start;
         let mut preempted = false;
@@ -441,6 +453,23 @@ mod tests {
             before,
             "no budget: no yields either"
         );
+    }
+
+    /// A waiter on an async runtime's thread never polls between yields: on a busy machine it
+    /// sleeps at once, budget untouched; with a free core it polls as any other.
+    #[test]
+    fn a_waiter_in_a_reactor_does_not_poll_on_a_busy_machine() {
+        let mut spin = Spin::with_probes(MAX_SPIN, fake_now, busy).yield_with(fake_yield);
+        let before = spin.budget();
+        for _ in 0..PROBE_EVERY * 2 {
+            assert!(!spin.spin_unless_busy(|| panic!("polled on a busy machine")));
+        }
+        assert_eq!(spin.budget(), before, "the budget is not what failed");
+        assert_eq!(YIELDS.with(|y| y.get()), 0, "no yields");
+        if multi_cpu() {
+            let mut free = Spin::with_probes(MAX_SPIN, Instant::now, idle);
+            assert!(free.spin_unless_busy(|| true), "a free core: polls");
+        }
     }
 
     #[test]

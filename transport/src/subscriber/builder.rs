@@ -95,8 +95,9 @@ impl SubscriberBuilder {
     /// [`DEFAULT_SPIN_LIMIT`](crate::DEFAULT_SPIN_LIMIT), 50 µs; `Duration::ZERO`: park at
     /// once). Within this limit the subscriber learns how long to poll from its last waits, and
     /// stops polling while no message comes in time (a stopped or slow publisher) or while it
-    /// loses its CPU as it polls (more runnable threads than cores); it never polls on a
-    /// single-CPU machine. Polling saves the park, the publisher's `FUTEX_WAKE` and a cross-CPU
+    /// loses its CPU as it polls. Where the machine runs more threads than it has CPUs, it polls
+    /// between `sched_yield`s, so that the thread it waits for, or another reader sharing its
+    /// core, runs first; it never polls on a single-CPU machine. Polling saves the park, the publisher's `FUTEX_WAKE` and a cross-CPU
     /// wake when the publisher is about to commit. `try_recv` never polls: an event loop has
     /// other work. A timed receive may end up to this much past its timeout. A longer limit
     /// than [`MAX_SPIN_LIMIT`](crate::MAX_SPIN_LIMIT) (10 ms) counts as that.
