@@ -127,12 +127,7 @@ impl FullWait {
         }
         // A subscriber about to release usually frees the space within microseconds: poll for
         // it before announcing a wait (see `spin` for the budget and when it is none).
-        let found = if self.reactor {
-            spin.spin_unless_busy(|| writer.has_space_for(len))
-        } else {
-            spin.spin(|| writer.has_space_for(len))
-        };
-        if found {
+        if spin.spin_as(|| writer.has_space_for(len), !self.reactor) {
             return Ok(Next::Retry);
         }
         // Cannot fail: the reservation accepted `len`.

@@ -232,15 +232,10 @@ impl Spin {
         self.spin_as(ready, true)
     }
 
-    /// [`spin`](Self::spin) for a waiter on an async runtime's thread: where no core is free it
-    /// does not poll at all (budget untouched), since yields would hold the runtime's other
-    /// tasks back.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
-    pub(crate) fn spin_unless_busy(&mut self, ready: impl FnMut() -> bool) -> bool {
-        self.spin_as(ready, false)
-    }
-
-    fn spin_as(&mut self, mut ready: impl FnMut() -> bool, yields: bool) -> bool {
+    /// [`spin`](Self::spin), polling between yields where no core is free only if `yields`; a
+    /// waiter on an async runtime's thread passes `false`: yields would hold the runtime's other
+    /// tasks back, so where no core is free it does not poll at all (budget untouched).
+    pub(crate) fn spin_as(&mut self, mut ready: impl FnMut() -> bool, yields: bool) -> bool {
         if !self.useful {
             return false;
         }
@@ -462,13 +457,13 @@ mod tests {
         let mut spin = Spin::with_probes(MAX_SPIN, fake_now, busy).yield_with(fake_yield);
         let before = spin.budget();
         for _ in 0..PROBE_EVERY * 2 {
-            assert!(!spin.spin_unless_busy(|| panic!("polled on a busy machine")));
+            assert!(!spin.spin_as(|| panic!("polled on a busy machine"), false));
         }
         assert_eq!(spin.budget(), before, "the budget is not what failed");
         assert_eq!(YIELDS.with(|y| y.get()), 0, "no yields");
         if multi_cpu() {
             let mut free = Spin::with_probes(MAX_SPIN, Instant::now, idle);
-            assert!(free.spin_unless_busy(|| true), "a free core: polls");
+            assert!(free.spin_as(|| true, false), "a free core: polls");
         }
     }
 
