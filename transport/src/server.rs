@@ -299,7 +299,12 @@ impl Server {
             let mut w = self.shared.lock();
             let ring_len = w.ring().len() as u64;
             match w.admit(region, hello.mode, hello.start, Link { conn: sock.clone() }) {
-                Ok(id) => (id, ring_len),
+                // Counted under the lock that `Publisher::stats` takes, as departures are: no
+                // snapshot shows a subscriber that is not counted as admitted.
+                Ok(id) => {
+                    self.shared.admitted.fetch_add(1, Ordering::Relaxed);
+                    (id, ring_len)
+                }
                 Err(e) => {
                     drop(w);
                     self.refuse(sock, RefuseReason::Internal, &e.to_string());
@@ -323,10 +328,12 @@ impl Server {
         if sys::packet::send_with_fds(sock.as_fd(), &welcome, &fds).is_err()
             || self.shared.space.watch(sock.as_fd(), id).is_err()
         {
-            self.shared.lock().remove(id);
+            // Admitted, so its removal is a departure.
+            let mut w = self.shared.lock();
+            w.remove(id);
+            self.shared.departed.fetch_add(1, Ordering::Relaxed);
             return None;
         }
-        self.shared.admitted.fetch_add(1, Ordering::Relaxed);
         events::admitted(&self.shared.topic, sock.as_fd(), id, hello.mode);
         self.shared.joined.notify_all();
         let _ = sys::event::eventfd_signal(self.shared.joined_fd.as_fd());
