@@ -137,9 +137,11 @@ impl Bridge {
             .collect()
     }
 
-    /// Stops every topic and closes the Zenoh session.
-    pub fn stop(mut self) {
+    /// Stops every topic, closes the Zenoh session and returns every topic's final counters,
+    /// which nothing changes any more.
+    pub fn stop(mut self) -> Vec<TopicStats> {
         self.shut_down();
+        self.stats()
     }
 
     fn shut_down(&mut self) {

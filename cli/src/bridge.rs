@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
-use shmcast_zenoh::{Bridge, BridgeConfig, Direction, SessionMode, TopicConfig};
+use shmcast_zenoh::{Bridge, BridgeConfig, Direction, SessionMode, TopicConfig, TopicStats};
 
 use crate::Place;
 use crate::exit::Failure;
@@ -103,18 +103,18 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
         if let Some(every) = every
             && Instant::now() >= next
         {
-            print_stats(&bridge);
+            print_stats(bridge.stats());
             next += every;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    print_stats(&bridge);
-    bridge.stop();
+    // The final counters, once no message can move them.
+    print_stats(bridge.stop());
     Ok(())
 }
 
-fn print_stats(bridge: &Bridge) {
-    for t in bridge.stats() {
+fn print_stats(stats: Vec<TopicStats>) {
+    for t in stats {
         println!("{}", t.to_json());
     }
 }

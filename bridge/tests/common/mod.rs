@@ -9,6 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -79,6 +80,8 @@ pub struct BridgeProc {
     stdin: Option<ChildStdin>,
     stats: Arc<Mutex<Vec<Value>>>,
     events: Arc<Mutex<Vec<String>>>,
+    /// The threads reading standard output and error, which end at the process's exit.
+    readers: Vec<JoinHandle<()>>,
 }
 
 impl BridgeProc {
@@ -96,7 +99,7 @@ impl BridgeProc {
         let events = Arc::new(Mutex::new(Vec::new()));
         let out = child.stdout.take().unwrap();
         let s = stats.clone();
-        std::thread::spawn(move || {
+        let out = std::thread::spawn(move || {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
                 if let Some(json) = line.strip_prefix("stats ") {
                     *s.lock().unwrap() = serde_json::from_str(json).unwrap();
@@ -105,7 +108,7 @@ impl BridgeProc {
         });
         let err = child.stderr.take().unwrap();
         let e = events.clone();
-        std::thread::spawn(move || {
+        let err = std::thread::spawn(move || {
             for line in BufReader::new(err).lines().map_while(Result::ok) {
                 eprintln!("[bridge] {line}");
                 e.lock().unwrap().push(line);
@@ -117,6 +120,14 @@ impl BridgeProc {
             stdin,
             stats,
             events,
+            readers: vec![out, err],
+        }
+    }
+
+    /// Waits until everything the exited process wrote has been read.
+    fn drain(&mut self) {
+        for reader in self.readers.drain(..) {
+            let _ = reader.join();
         }
     }
 
@@ -161,7 +172,7 @@ impl BridgeProc {
             );
             std::thread::sleep(Duration::from_millis(10));
         }
-        std::thread::sleep(Duration::from_millis(50));
+        self.drain();
         self.stats()
     }
 
@@ -176,7 +187,7 @@ impl BridgeProc {
         let deadline = Instant::now() + WATCHDOG;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                std::thread::sleep(Duration::from_millis(50));
+                self.drain();
                 return status.code();
             }
             assert!(
@@ -219,8 +230,8 @@ pub fn role() -> bool {
             std::process::exit(1);
         }
     };
-    let print = |b: &Bridge| {
-        let all: Vec<Value> = b.stats().iter().map(|t| t.to_json()).collect();
+    let print = |stats: Vec<shmcast_zenoh::TopicStats>| {
+        let all: Vec<Value> = stats.iter().map(|t| t.to_json()).collect();
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "stats {}", Value::Array(all));
         let _ = out.flush();
@@ -232,10 +243,10 @@ pub fn role() -> bool {
         let _ = tx.send(());
     });
     while rx.recv_timeout(Duration::from_millis(50)).is_err() {
-        print(&bridge);
+        print(bridge.stats());
     }
-    print(&bridge);
-    bridge.stop();
+    // The final counters, once no message can move them.
+    print(bridge.stop());
     true
 }
 
