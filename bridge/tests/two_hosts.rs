@@ -446,7 +446,12 @@ fn a_second_bridge_on_the_host_refuses_to_export_an_imported_topic() {
     }
     let info = Inspector::new("t").directory(&b).inspect().unwrap();
     assert!(info.imported);
-    assert_eq!(info.subscriber_count, 1, "only host B's own subscriber");
+    // The second bridge may be caught in the moment between its admission and its hang-up on
+    // reading the imported flag, every second or so; it never stays.
+    until("only host B's own subscriber", || {
+        let info = Inspector::new("t").directory(&b).inspect().unwrap();
+        info.subscriber_count == 1 && info.subscribers[0].process.pid == Some(std::process::id())
+    });
     // Still refused a second later, reported once.
     until("a second refusal", || {
         again.topic(0)["refused"].as_u64() >= Some(2)
