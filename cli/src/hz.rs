@@ -22,7 +22,7 @@ pub struct Args {
     /// Time between two reports, in milliseconds.
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     interval: u64,
-    /// Stop after this many seconds (default: when the publisher ends).
+    /// Stop this many seconds after connecting (default: when the publisher ends).
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
     /// Print one JSON object a report.
@@ -45,14 +45,12 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     if let Some(wait) = args.wait {
         builder = builder.connect_timeout(secs(wait, "--wait")?);
     }
-    let end = args
-        .duration
-        .map(|d| secs(d, "--duration"))
-        .transpose()?
-        .map(|d| Instant::now() + d);
+    let duration = args.duration.map(|d| secs(d, "--duration")).transpose()?;
     let interval = Duration::from_millis(args.interval.max(1));
     let mut sub = builder.connect().map_err(|e| Failure::connect(topic, e))?;
+    // The duration counts from the connection, not from the wait for a publisher before it.
     let start = Instant::now();
+    let end = duration.map(|d| start + d);
     let mut window = Window::new(args.window);
     let mut next_report = start + interval;
     loop {
