@@ -22,9 +22,9 @@ fn row(stat: &Value, pid: u32) -> Value {
 #[test]
 fn stat_shows_each_subscriber_and_a_stopped_one_falling_behind() {
     let dir = scratch("stat");
-    // 200 messages of 1000 bytes a second into 512 KiB: the ring fills about 2.6 s after a
-    // subscriber stops (the lag is read three times before, at 0.3 s steps, leaving room for a
-    // slow machine), then the default stall bound (5 s) demotes it.
+    // 200 messages of 1000 bytes a second into 1 MiB: the ring fills about 5.2 s after a
+    // subscriber stops (the lag is read three times before, at 0.3 s steps, leaving seconds
+    // for a slow machine's `stat` runs), then the default stall bound (5 s) demotes it.
     let publisher = Proc::spawn(shmcast(
         &dir,
         &[
@@ -35,7 +35,7 @@ fn stat_shows_each_subscriber_and_a_stopped_one_falling_behind() {
             "--size",
             "1000",
             "--capacity",
-            "524288",
+            "1048576",
         ],
     ));
     let subscriber = |extra: &[&str]| {
@@ -58,7 +58,7 @@ fn stat_shows_each_subscriber_and_a_stopped_one_falling_behind() {
             .ends_with("shmcast")
     );
     assert_eq!(stat["contract"]["message"], "bytes");
-    assert_eq!(stat["capacity"], 524_288);
+    assert_eq!(stat["capacity"], 1_048_576);
     for (proc, mode) in [(&gating, "gating"), (&lossy, "lossy"), (&stopped, "gating")] {
         let r = row(&stat, proc.pid());
         assert_eq!(r["mode"], mode, "{r}");
@@ -70,7 +70,10 @@ fn stat_shows_each_subscriber_and_a_stopped_one_falling_behind() {
     for _ in 0..3 {
         std::thread::sleep(Duration::from_millis(300));
         let r = row(
-            &json(&run(shmcast(&dir, &["stat", "t", "--json"]))),
+            &json(&run(shmcast(
+                &dir,
+                &["stat", "t", "--json", "--timeout", "10000"],
+            ))),
             stopped.pid(),
         );
         assert_eq!(r["mode"], "gating", "demoted too early: {r}");

@@ -84,6 +84,7 @@ fn cache_window(r: Runner) {
             .parse()
             .unwrap();
         let wraps = Inspector::new(&topic)
+            .timeout(r.limit())
             .inspect()
             .unwrap()
             .counters
@@ -106,7 +107,12 @@ fn cache_window(r: Runner) {
 /// A Rust publisher and a C subscriber receiving by copy.
 fn rust_publisher_c_subscriber(r: Runner) {
     let topic = r.topic("r2c");
-    let mut publisher = Publisher::builder(&topic).capacity(1 << 16).bind().unwrap();
+    // No stall bound: a subscriber under memcheck may hold a full ring for seconds.
+    let mut publisher = Publisher::builder(&topic)
+        .capacity(1 << 16)
+        .stall_bound(None)
+        .bind()
+        .unwrap();
     let count = COUNT.to_string();
     let mut sub = r.spawn(&compile("sub", Link::Shared), &[&topic, &count, "--copy"]);
     sub.wait_for("the C subscriber connecting", || {
@@ -357,7 +363,10 @@ fn contract(r: Runner) {
         .unwrap();
     // The C publisher's imported topic, as `shmcast stat` and a subscriber see it.
     c.expect_line("imported");
-    let info = Inspector::new(&imported_topic).inspect().unwrap();
+    let info = Inspector::new(&imported_topic)
+        .timeout(r.limit())
+        .inspect()
+        .unwrap();
     assert!(info.imported);
     assert_eq!(info.counters.upstream_lost, 7);
     let sub = Subscriber::connect(&imported_topic).unwrap();

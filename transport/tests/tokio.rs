@@ -21,7 +21,7 @@ const MAX: usize = 200;
 /// Longest any loan may wait while a stalled subscriber is demoted after `STALL_BOUND`:
 /// generous, so that a loaded machine cannot trip it; a publisher blocked by the stalled runtime
 /// would wait for the whole stall (`STALL`) instead.
-const STALL_BOUND: Duration = Duration::from_millis(300);
+const STALL_BOUND: Duration = Duration::from_secs(2);
 const STALL: Duration = Duration::from_secs(6);
 const PUBLISH_BOUND: Duration = Duration::from_secs(5);
 
