@@ -3,6 +3,12 @@
 //! between two processes doing the same work (64-byte messages, blocking congestion control,
 //! batching on, the subscriber reading every byte). Reports messages/s flat out and one-way
 //! latency p50/p99 of paced messages, and the ratios the bridge aims to keep within 1.5×.
+//!
+//! The plain Zenoh subscriber reads in Zenoh's callback, on Zenoh's receiving thread: the
+//! fastest a Zenoh program can take a message, and the baseline of the target. A second plain
+//! path, `zenoh-channel`, receives as Zenoh's own examples do, through the subscriber's default
+//! channel in the program's thread, which costs one local hop more; its ratio is reported
+//! beside, for programs written that way.
 //! Every process of both paths is a child of its own; the bridges run `shmcast_zenoh::Bridge`.
 
 mod roles;
@@ -23,18 +29,24 @@ use crate::stats::Summary;
 use crate::table::Table;
 use roles::Pace;
 
-/// The two paths.
+/// The three paths.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Path {
     Bridge,
+    /// Plain Zenoh, the subscriber reading in Zenoh's callback.
     Zenoh,
+    /// Plain Zenoh, the subscriber reading from its default channel in its own thread.
+    ZenohChannel,
 }
 
 impl Path {
+    const ALL: [Path; 3] = [Path::Bridge, Path::Zenoh, Path::ZenohChannel];
+
     fn name(self) -> &'static str {
         match self {
             Path::Bridge => "shmcast-zenoh-bridge",
             Path::Zenoh => "zenoh",
+            Path::ZenohChannel => "zenoh-channel",
         }
     }
 }
@@ -49,11 +61,11 @@ pub fn run(o: &Options) -> Result<Section> {
     });
     let interval = Duration::from_micros(500);
     let latency = Pace::Latency(o.messages, interval);
-    let mut rates: [Vec<f64>; 2] = Default::default();
-    let mut p50: [Vec<f64>; 2] = Default::default();
-    let mut p99: [Vec<f64>; 2] = Default::default();
+    let mut rates: [Vec<f64>; 3] = Default::default();
+    let mut p50: [Vec<f64>; 3] = Default::default();
+    let mut p99: [Vec<f64>; 3] = Default::default();
     for rep in 0..o.reps {
-        for path in rotated(&[Path::Bridge, Path::Zenoh], rep) {
+        for path in rotated(&Path::ALL, rep) {
             let k = path as usize;
             progress.say(&format!("{} rate, repetition {}", path.name(), rep + 1));
             let r = trial(path, rate, false)?;
@@ -64,13 +76,22 @@ pub fn run(o: &Options) -> Result<Section> {
             p99[k].push(r.get("p99_us")?);
         }
     }
-    let (b, z) = (Path::Bridge as usize, Path::Zenoh as usize);
+    let (b, z, c) = (
+        Path::Bridge as usize,
+        Path::Zenoh as usize,
+        Path::ZenohChannel as usize,
+    );
     // Each ratio is "how many times worse the bridge is": above 1 is slower.
     let rate_ratio = Summary::ratio(&rates[z], &rates[b]);
     let p50_ratio = Summary::ratio(&p50[b], &p50[z]);
     let p99_ratio = Summary::ratio(&p99[b], &p99[z]);
+    let [channel_rate, channel_p50, channel_p99] = [
+        Summary::ratio(&rates[c], &rates[b]),
+        Summary::ratio(&p50[b], &p50[c]),
+        Summary::ratio(&p99[b], &p99[c]),
+    ];
     let mut table = Table::new(&["path", "Mmsg/s", "p50 µs", "p99 µs"]);
-    for path in [Path::Bridge, Path::Zenoh] {
+    for path in Path::ALL {
         let k = path as usize;
         table.row(vec![
             path.name().into(),
@@ -85,18 +106,26 @@ pub fn run(o: &Options) -> Result<Section> {
         p50_ratio.show(1.0, 2),
         p99_ratio.show(1.0, 2),
     ]);
+    table.row(vec![
+        "bridge vs zenoh-channel (×)".into(),
+        channel_rate.show(1.0, 2),
+        channel_p50.show(1.0, 2),
+        channel_p99.show(1.0, 2),
+    ]);
     let within = |s: &Summary| if s.median <= 1.5 { "within" } else { "MISSES" };
     let text = format!(
         "== bridge: {SIZE}-byte messages, A -> bridge -> Zenoh TCP -> bridge -> B against plain \
          Zenoh between two processes\n{}ratios are bridge / zenoh (throughput: zenoh / bridge), \
-         median (min..max) over {} repetitions; target 1.5: throughput {}, p50 {}, p99 {}\n",
+         median (min..max) over {} repetitions; target 1.5 against zenoh (its subscriber reads \
+         in Zenoh's callback): throughput {}, p50 {}, p99 {}; zenoh-channel reads from the \
+         subscriber's default channel in its own thread, as Zenoh's examples do\n",
         table.render(),
         o.reps,
         within(&rate_ratio),
         within(&p50_ratio),
         within(&p99_ratio),
     );
-    let results = [Path::Bridge, Path::Zenoh]
+    let results = Path::ALL
         .iter()
         .map(|&path| {
             let k = path as usize;
@@ -123,6 +152,9 @@ pub fn run(o: &Options) -> Result<Section> {
             "throughput_zenoh_over_bridge": rate_ratio.json(1.0),
             "p50_bridge_over_zenoh": p50_ratio.json(1.0),
             "p99_bridge_over_zenoh": p99_ratio.json(1.0),
+            "throughput_zenoh_channel_over_bridge": channel_rate.json(1.0),
+            "p50_bridge_over_zenoh_channel": channel_p50.json(1.0),
+            "p99_bridge_over_zenoh_channel": channel_p99.json(1.0),
         },
     });
     Ok(Section {
@@ -213,12 +245,17 @@ fn trial(path: Path, pace: Pace, latency: bool) -> Result<Report> {
             start(&mut fleet, spec("publisher on A", args))?;
             (Some((a, b)), sub)
         }
-        Path::Zenoh => {
+        Path::Zenoh | Path::ZenohChannel => {
+            let reader = if path == Path::Zenoh {
+                "callback"
+            } else {
+                "channel"
+            };
             let sub = start(
                 &mut fleet,
                 spec(
                     "zenoh subscriber",
-                    vec!["z-sub".into(), endpoint.clone(), mode.into()],
+                    vec!["z-sub".into(), endpoint.clone(), mode.into(), reader.into()],
                 ),
             )?;
             let mut args = vec!["z-pub".into(), endpoint.clone()];

@@ -189,7 +189,11 @@ pub fn child(args: &[String]) -> Result<()> {
         "shm-pub" => shm_pub(&arg(0)?, &arg(1)?, Pace::parse(&rest[2..])?),
         "shm-sub" => shm_sub(&arg(0)?, &arg(1)?, arg(2)? == "latency"),
         "z-pub" => z_pub(&arg(0)?, Pace::parse(&rest[1..])?),
-        "z-sub" => z_sub(&arg(0)?, arg(1)? == "latency"),
+        "z-sub" => match arg(2)?.as_str() {
+            "callback" => z_sub(&arg(0)?, arg(1)? == "latency"),
+            "channel" => z_sub_channel(&arg(0)?, arg(1)? == "latency"),
+            r => Err(BenchError::Usage(format!("unknown zenoh reader {r:?}"))),
+        },
         w => Err(BenchError::Usage(format!("unknown bridge part {w:?}"))),
     }
 }
@@ -324,5 +328,31 @@ fn z_sub(endpoint: &str, latency: bool) -> Result<()> {
         Ok(Some(Ok(tally))) => tally.report(),
         Ok(Some(Err(e))) => Err(e),
         _ => Err(zerr("receiving")("no end message".into())),
+    }
+}
+
+/// A plain Zenoh subscriber that reads from its default channel in this thread, as Zenoh's
+/// examples do.
+fn z_sub_channel(endpoint: &str, latency: bool) -> Result<()> {
+    let session = session(endpoint, true)?;
+    let sub = session
+        .declare_subscriber(KEY)
+        .wait()
+        .map_err(zerr("declaring a subscriber"))?;
+    say("ready")?;
+    let mut tally = Tally::new(latency);
+    loop {
+        let sample = match sub.recv_timeout(crate::harness::STALL) {
+            Ok(Some(s)) => s,
+            Ok(None) => {
+                return Err(zerr("receiving")(
+                    "no message within the stall bound".into(),
+                ));
+            }
+            Err(e) => return Err(zerr("receiving")(e)),
+        };
+        if tally.take(&sample.payload().to_bytes())? {
+            return tally.report();
+        }
     }
 }
