@@ -1,6 +1,6 @@
 /* A shmcast subscriber in C, in a classic poll() event loop next to another descriptor
- * (stdin: type a line or press Ctrl-D to quit). Prints every message until the publisher
- * goes away.
+ * (stdin, when it is a terminal: press Enter or Ctrl-D to quit). Prints every message until
+ * the publisher goes away.
  *
  * usage: subscriber TOPIC [--lossy] */
 #define _POSIX_C_SOURCE 200809L
@@ -16,6 +16,8 @@ int main(int argc, char **argv) {
     shmcast_subscriber_options opts;
     shmcast_subscriber *sub = NULL;
     int rc, done = 0;
+    /* Run from a script or in the background, stdin is no keyboard: do not watch it. */
+    nfds_t watched = isatty(STDIN_FILENO) ? 2 : 1;
 
     if (argc < 2) {
         fprintf(stderr, "usage: %s TOPIC [--lossy]\n", argv[0]);
@@ -71,15 +73,18 @@ int main(int argc, char **argv) {
         fds[0].events = POLLIN;
         fds[1].fd = STDIN_FILENO;
         fds[1].events = POLLIN;
-        if (poll(fds, 2, -1) < 0) {
+        if (poll(fds, watched, -1) < 0) {
             perror("poll");
             break;
         }
-        if (fds[1].revents & (POLLIN | POLLHUP)) {
+        if (watched == 2 && (fds[1].revents & (POLLIN | POLLHUP))) {
             char line[256];
+            /* A line typed, or the end of input (Ctrl-D): quit. */
             if (fgets(line, sizeof line, stdin) == NULL) {
-                break; /* end of input: quit */
+                clearerr(stdin);
             }
+            printf("stopped\n");
+            break;
         }
         /* fds[0] readable: loop around and drain again. */
     }

@@ -525,6 +525,8 @@ fn examples_build_and_run() {
     let r = Runner { valgrind: false };
     let topic = r.topic("example");
     let mut sub = r.spawn(&out.join("subscriber"), &[&topic]);
+    // Started from a script, its stdin at the end: it is no keyboard, so it does not stop it.
+    sub.close_stdin();
     let publisher = r.spawn(&out.join("publisher"), &[&topic, "5", "1"]);
     let published = publisher.wait();
     published.assert_success();

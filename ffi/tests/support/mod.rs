@@ -371,6 +371,11 @@ impl Proc {
         stdin.flush().expect("flush the program's stdin");
     }
 
+    /// Closes the program's stdin: it reads the end of input, as from `/dev/null`.
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
     /// Waits for the program to exit, killing it (and failing) if it outlives its limit.
     pub fn wait(mut self) -> Finished {
         self.stdin = None;
