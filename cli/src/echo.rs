@@ -28,6 +28,9 @@ pub struct Args {
     /// How to print each message.
     #[arg(long, value_enum, default_value_t = Format::Auto)]
     format: Format,
+    /// The same as `--format json`, as on every read command.
+    #[arg(long, conflicts_with = "format")]
+    json: bool,
     /// Wait up to this many seconds for a publisher to appear (default: fail at once).
     #[arg(long, value_name = "SECS")]
     wait: Option<f64>,
@@ -44,7 +47,10 @@ pub enum From {
     Oldest,
 }
 
-pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
+pub fn run(place: &Place, mut args: Args) -> Result<(), Failure> {
+    if args.json {
+        args.format = Format::Json;
+    }
     let topic = args.topic.as_str();
     let mut builder = Subscriber::builder(topic)
         .mode(if args.lossy {

@@ -5,7 +5,7 @@ use std::fmt;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
-use shmcast::{BindError, ConnectError, InspectError, RecvError};
+use shmcast::{BindError, ConnectError, DirSource, InspectError, RecvError};
 
 /// The documented exit codes (see `shmcast --help`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,6 +50,11 @@ impl Failure {
 
     /// Why inspecting `topic` failed.
     pub fn inspect(topic: &str, e: InspectError) -> Failure {
+        match &e {
+            InspectError::NoPublisher { path, dir } => return no_publisher(topic, path, *dir),
+            InspectError::Stale(path) => return stale(topic, path),
+            _ => {}
+        }
         let code = match &e {
             InspectError::NoPublisher { .. } => Exit::Missing,
             InspectError::Stale(_) => Exit::Stale,
@@ -75,16 +80,9 @@ impl Failure {
             // A socket left by a dead publisher refuses connections just as a missing one is
             // absent; tell them apart by looking.
             ConnectError::NoPublisher { path, .. } if is_socket(path) => {
-                return Failure::new(
-                    Exit::Stale,
-                    format!(
-                        "{topic}: {} is a stale socket: its publisher is gone \
-                         (`shmcast clean` removes it)",
-                        path.display()
-                    ),
-                );
+                return stale(topic, path);
             }
-            ConnectError::NoPublisher { .. } => Exit::Missing,
+            ConnectError::NoPublisher { path, dir } => return no_publisher(topic, path, *dir),
             ConnectError::Refused { .. }
             | ConnectError::UntrustedPublisher { .. }
             | ConnectError::Protocol(_)
@@ -108,6 +106,38 @@ impl Failure {
         };
         Failure::new(code, format!("{topic}: {e}"))
     }
+}
+
+/// No publisher where the command looked: where that was, and how to look elsewhere, in the
+/// command's own terms (`--dir`).
+fn no_publisher(topic: &str, path: &Path, dir: DirSource) -> Failure {
+    let place = match dir {
+        DirSource::Builder => "the topic directory given by --dir".to_owned(),
+        d => d.to_string(),
+    };
+    let hint = match dir {
+        DirSource::SocketPath | DirSource::Builder => "",
+        DirSource::ShmcastDir => "; --dir or another SHMCAST_DIR looks elsewhere",
+        _ => "; --dir or SHMCAST_DIR looks elsewhere",
+    };
+    Failure::new(
+        Exit::Missing,
+        format!(
+            "{topic}: no publisher on {} ({place}{hint})",
+            path.display()
+        ),
+    )
+}
+
+/// A socket left by a publisher that died.
+fn stale(topic: &str, path: &Path) -> Failure {
+    Failure::new(
+        Exit::Stale,
+        format!(
+            "{topic}: {} is a stale socket: its publisher is gone (`shmcast clean` removes it)",
+            path.display()
+        ),
+    )
 }
 
 fn is_socket(path: &Path) -> bool {

@@ -56,7 +56,8 @@ enum Command {
     List(list::Args),
     /// A publisher's counters (with the messages lost upstream, before they reached it: a
     /// bridged topic's gaps) and one row per subscriber: pid, executable, mode, lag, parked or
-    /// busy, received, lagged.
+    /// busy, received, lagged. Also `inspect`.
+    #[command(visible_alias = "inspect")]
     Stat(stat::Args),
     /// Print a topic's messages (text, hex or JSON lines), reporting lags inline.
     Echo(echo::Args),

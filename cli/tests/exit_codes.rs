@@ -20,20 +20,56 @@ fn one_line_about(out: &Output, topic: &str) {
     assert!(e.starts_with(&format!("shmcast: {topic}: ")), "{e}");
 }
 
+/// Every command that reads a topic says the same where it found nothing: where it looked, in
+/// the command's own terms, and what removes a stale socket.
 #[test]
 fn missing_and_stale_topics() {
     let dir = scratch("missing");
-    for args in [&["stat", "t"][..], &["echo", "t"], &["hz", "t"]] {
+    let path = dir.join("t");
+    for args in [
+        &["stat", "t"][..],
+        &["inspect", "t"],
+        &["echo", "t"],
+        &["hz", "t"],
+    ] {
         let out = run(shmcast(&dir, args));
         assert_eq!(code(&out), 3, "{args:?}: {}", stderr(&out));
         one_line_about(&out, "t");
+        assert_eq!(
+            stderr(&out).trim_end(),
+            format!(
+                "shmcast: t: no publisher on {} (the topic directory given by --dir)",
+                path.display()
+            ),
+            "{args:?}"
+        );
     }
-    drop(std::os::unix::net::UnixListener::bind(dir.join("t")).unwrap());
+    // Without --dir: where the environment pointed, and how to look elsewhere.
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_shmcast"));
+    let out = cmd
+        .args(["echo", "t"])
+        .env("SHMCAST_DIR", &dir)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "(the topic directory from SHMCAST_DIR; --dir or another SHMCAST_DIR looks elsewhere)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
     for args in [&["stat", "t"][..], &["echo", "t"], &["hz", "t"]] {
         let out = run(shmcast(&dir, args));
         assert_eq!(code(&out), 4, "{args:?}: {}", stderr(&out));
         one_line_about(&out, "t");
-        assert!(stderr(&out).contains("stale"));
+        assert!(
+            stderr(&out)
+                .contains("is a stale socket: its publisher is gone (`shmcast clean` removes it)"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
     }
 }
 

@@ -80,6 +80,17 @@ fn json_lines_carry_sequence_size_and_bytes() {
     assert_eq!(seqs, [seqs[0], seqs[0] + 1, seqs[0] + 2]);
 }
 
+/// `--json`, which every read command takes, is `--format json` for `echo`.
+#[test]
+fn json_flag_is_the_json_format() {
+    let out = round_trip("json-flag", &["--json", "--count", "1"], &[], b"hi\n");
+    let line: serde_json::Value = serde_json::from_str(out.trim_end()).unwrap();
+    assert_eq!(
+        (line["text"].as_str(), line["len"].as_u64()),
+        (Some("hi"), Some(2))
+    );
+}
+
 #[test]
 fn history_from_the_oldest() {
     let dir = scratch("oldest");

@@ -249,15 +249,7 @@ impl fmt::Display for ConnectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ConnectError::Topic(e) => e.fmt(f),
-            ConnectError::NoPublisher { path, dir } => {
-                write!(f, "no publisher on {} ({dir}", path.display())?;
-                match dir {
-                    DirSource::SocketPath | DirSource::Builder => f.write_str(")"),
-                    _ => f.write_str(
-                        "; set SHMCAST_DIR or the subscriber's `directory` option to look elsewhere)",
-                    ),
-                }
-            }
+            ConnectError::NoPublisher { path, dir } => dir.no_publisher(f, path),
             ConnectError::Socket { path, source } => {
                 write!(f, "connecting to {}: {source}", path.display())
             }

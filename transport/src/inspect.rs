@@ -95,9 +95,7 @@ impl fmt::Display for InspectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             InspectError::Topic(e) => e.fmt(f),
-            InspectError::NoPublisher { path, dir } => {
-                write!(f, "no publisher at {} (looked in {dir})", path.display())
-            }
+            InspectError::NoPublisher { path, dir } => dir.no_publisher(f, path),
             InspectError::Stale(path) => write!(
                 f,
                 "{} is a stale socket: its publisher is gone",
@@ -247,7 +245,7 @@ impl Inspector {
 /// let dir = std::env::temp_dir().join("shmcast-doc-inspect-nobody");
 /// let err = Inspector::new("nobody").directory(&dir).inspect().unwrap_err();
 /// assert!(matches!(err, InspectError::NoPublisher { .. }));
-/// assert!(err.to_string().starts_with("no publisher at"));
+/// assert!(err.to_string().starts_with("no publisher on"));
 /// ```
 pub fn inspect(topic: &str, timeout: Duration) -> Result<TopicInfo, InspectError> {
     Inspector::new(topic).timeout(timeout).inspect()

@@ -147,6 +147,31 @@ impl fmt::Display for DirSource {
     }
 }
 
+impl DirSource {
+    /// How to look for a topic elsewhere, for an error that found no publisher where this
+    /// source pointed; `None` where the caller chose the place itself.
+    pub fn elsewhere(self) -> Option<&'static str> {
+        match self {
+            DirSource::SocketPath | DirSource::Builder => None,
+            DirSource::ShmcastDir => {
+                Some("change SHMCAST_DIR or set the `directory` option to look elsewhere")
+            }
+            DirSource::XdgRuntimeDir | DirSource::Fallback => {
+                Some("set SHMCAST_DIR or the `directory` option to look elsewhere")
+            }
+        }
+    }
+
+    /// Writes "no publisher on PATH (where it looked[; how to look elsewhere])".
+    pub(crate) fn no_publisher(self, f: &mut fmt::Formatter<'_>, path: &Path) -> fmt::Result {
+        write!(f, "no publisher on {} ({self}", path.display())?;
+        match self.elsewhere() {
+            Some(hint) => write!(f, "; {hint})"),
+            None => f.write_str(")"),
+        }
+    }
+}
+
 /// A topic directory, and why it is the one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TopicDir {

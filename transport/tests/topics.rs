@@ -555,9 +555,13 @@ fn no_publisher_says_where_it_looked_and_why() {
         assert_eq!(
             text,
             format!(
-                "no publisher on {} ({why}; set SHMCAST_DIR or the subscriber's `directory` \
-                 option to look elsewhere)",
-                path.join("ticks").display()
+                "no publisher on {} ({why}; {} to look elsewhere)",
+                path.join("ticks").display(),
+                if why.contains("from SHMCAST_DIR") {
+                    "change SHMCAST_DIR or set the `directory` option"
+                } else {
+                    "set SHMCAST_DIR or the `directory` option"
+                }
             )
         );
     };

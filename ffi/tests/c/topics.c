@@ -136,7 +136,7 @@ static void directories(const char *dir) {
     EXPECT(shmcast_subscriber_connect("ticks", NULL, &sub), SHMCAST_ENOPUBLISHER);
     join(path, sizeof path, dir, "shmcast/ticks");
     EXPECT_TRUE(mentions(path) && mentions("the topic directory from XDG_RUNTIME_DIR") &&
-                mentions("set SHMCAST_DIR or the subscriber's `directory` option"));
+                mentions("set SHMCAST_DIR or the `directory` option"));
     shmcast_publisher_destroy(pub);
 
     /* An empty directory is a mistake, not the default. */
