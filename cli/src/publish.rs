@@ -19,7 +19,9 @@ use crate::progress::Progress;
 pub struct Args {
     /// The topic: a name in the topic directory, or a socket path.
     topic: String,
-    /// Publish synthetic messages at this many a second (instead of standard input).
+    /// Publish synthetic messages at this many a second (instead of standard input). A message
+    /// late by less than 100 ms is made up for by the next ones; after a longer stall (a full
+    /// ring, a stopped process) the pace starts again from then, without a burst.
     #[arg(long, value_name = "HZ")]
     rate: Option<f64>,
     /// Size of each synthetic message in bytes (its first 8 bytes: its number, little-endian);
@@ -110,20 +112,28 @@ fn lines(p: &mut Publisher, args: &Args, progress: &mut Progress) -> Result<u64,
     Ok(sent)
 }
 
+/// How late a paced message may be and still be made up for by the ones after it.
+const MAX_CATCH_UP: Duration = Duration::from_millis(100);
+
 /// Publishes numbered messages of `--size` bytes at `--rate`; returns how many.
 fn synthetic(p: &mut Publisher, args: &Args, progress: &mut Progress) -> Result<u64, Failure> {
     let topic = args.topic.as_str();
     let size = args.size.unwrap_or(8);
     let period = args.rate.map(|r| Duration::from_secs_f64(1.0 / r));
     let start = Instant::now();
+    // The schedule: message `sent` is due `sent - paced_from.1` periods after `paced_from.0`.
+    let mut paced_from = (start, 0u64);
     let mut sent = 0u64;
     while args.count.is_none_or(|n| sent < n) {
         if let Some(period) = period {
-            // An absolute schedule: a late message does not delay the ones after it.
-            let due = start + period.mul_f64(sent as f64);
+            // An absolute schedule: a message a little late does not delay the ones after it,
+            // but a stall is not made up for with a burst.
+            let due = paced_from.0 + period.mul_f64((sent - paced_from.1) as f64);
             let now = Instant::now();
             if due > now {
                 std::thread::sleep(due - now);
+            } else if now - due > MAX_CATCH_UP {
+                paced_from = (now, sent);
             }
         }
         let mut loan = p.loan(size).map_err(|e| Failure::other(topic, e))?;
