@@ -43,8 +43,8 @@ const PROBE_WAIT: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub(crate) struct Claim {
     path: PathBuf,
-    /// Device and inode of the socket file we created.
-    id: (u64, u64),
+    /// Device and inode of the socket file we created; `None` once released.
+    id: Option<(u64, u64)>,
 }
 
 impl Claim {
@@ -58,7 +58,7 @@ impl Claim {
         Ok((
             Claim {
                 path: path.to_owned(),
-                id,
+                id: Some(id),
             },
             listener,
         ))
@@ -68,13 +68,20 @@ impl Claim {
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Removes the socket file if it is still the one this claim created; once.
+    pub(crate) fn release(&mut self) {
+        if let Some(id) = self.id.take()
+            && file_id(&self.path).ok() == Some(id)
+        {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        if file_id(&self.path).ok() == Some(self.id) {
-            let _ = std::fs::remove_file(&self.path);
-        }
+        self.release();
     }
 }
 

@@ -284,7 +284,9 @@ impl PublisherBuilder {
 /// * A subscriber whose connection hangs up (it exited or was killed) is removed at once; a
 ///   publisher waiting on it continues immediately.
 /// * Dropping the publisher ends the stream: subscribers receive everything committed, then
-///   [`RecvError::Disconnected`](crate::RecvError::Disconnected). The socket file is removed.
+///   [`RecvError::Disconnected`](crate::RecvError::Disconnected). The socket file is removed
+///   first, so a subscriber told the stream ended finds none left, and a new publisher may bind
+///   the topic at once.
 ///
 /// ```no_run
 /// use shmcast::{Publisher, Subscriber};
@@ -677,6 +679,9 @@ impl Publisher {
 
 impl Drop for Publisher {
     fn drop(&mut self) {
+        // The socket file goes first: a subscriber told the stream ended finds no file left,
+        // even if this process dies right after telling it, and a successor may bind at once.
+        self.claim.release();
         {
             let mut w = self.shared.lock();
             self.shared.wake(&mut w, |w, wake| w.close(wake));
@@ -685,6 +690,5 @@ impl Drop for Publisher {
         if let Some(server) = self.server.take() {
             let _ = server.join();
         }
-        // `claim` removes the socket file when it drops, after this.
     }
 }

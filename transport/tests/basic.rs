@@ -574,3 +574,26 @@ fn try_recv_ready_announces_no_wait() {
     drop(sub);
     fds.check();
 }
+
+/// A subscriber told that the stream ended finds the topic's socket file already gone, so a
+/// process that dies right after its publisher said goodbye leaves nothing stale behind.
+#[test]
+fn the_socket_file_is_gone_before_subscribers_hear_the_end() {
+    for round in 0..20 {
+        let t = topic(&format!("goodbye-{round}"));
+        let publisher = Publisher::builder(&t).capacity(4096).bind().unwrap();
+        let path = publisher.path().to_owned();
+        let mut sub = Subscriber::connect(&t).unwrap();
+        let closer = std::thread::spawn(move || drop(publisher));
+        match sub.recv_timeout(Duration::from_secs(10)) {
+            Err(RecvError::Disconnected) => {}
+            other => panic!("expected the end of the stream, got {other:?}"),
+        }
+        assert!(
+            !path.exists(),
+            "round {round}: {} still there",
+            path.display()
+        );
+        closer.join().unwrap();
+    }
+}
