@@ -1,7 +1,7 @@
 //! The `shmcast` command: see, drive and diagnose shmcast topics from a shell.
 //!
 //! `list` shows every topic in the topic directory, live or stale; `stat` asks a publisher for
-//! its counters and one row per subscriber (mode, lag, parked or busy); `echo` prints messages;
+//! its counters and one row per subscriber (mode, lag, parked, busy or stopped); `echo` prints messages;
 //! `pub` publishes lines of standard input or synthetic messages at a rate; `hz` measures a
 //! topic's rate; `clean` removes the sockets publishers that died left behind; `bridge` carries
 //! topics to and from other hosts over Zenoh. Every read
@@ -55,8 +55,8 @@ enum Command {
     /// capacity, subscribers, messages published and current rate.
     List(list::Args),
     /// A publisher's counters (with the messages lost upstream, before they reached it: a
-    /// bridged topic's gaps) and one row per subscriber: pid, executable, mode, lag, parked or
-    /// busy, received, lagged. Also `inspect`.
+    /// bridged topic's gaps) and one row per subscriber: pid, executable, mode, lag, parked,
+    /// busy or stopped, received, lagged. Also `inspect`.
     #[command(visible_alias = "inspect")]
     Stat(stat::Args),
     /// Print a topic's messages (text, hex or JSON lines), reporting lags inline.

@@ -65,6 +65,28 @@ pub fn exe(p: &ProcessInfo) -> String {
         .map_or("-".into(), |n| n.to_string_lossy().into_owned())
 }
 
+/// What a subscriber is doing: `parked` in a wait for messages, `stopped` (its process
+/// stopped by a signal or a debugger, as this machine's /proc says), else `busy`.
+pub fn state(r: &SubscriberRow) -> &'static str {
+    if r.parked {
+        "parked"
+    } else if r.process.pid.is_some_and(stopped) {
+        "stopped"
+    } else {
+        "busy"
+    }
+}
+
+/// Whether process `pid` is stopped (state `T` or `t` in /proc/PID/stat).
+fn stopped(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        // "PID (COMM) STATE ...": COMM may hold anything, so the state follows the last ')'.
+        s.rfind(')')
+            .and_then(|i| s[i + 1..].trim_start().chars().next())
+            .is_some_and(|c| c == 'T' || c == 't')
+    })
+}
+
 pub fn row_json(r: &SubscriberRow) -> Value {
     let mut v = process_json(&r.process);
     let extra = json!({
@@ -72,6 +94,7 @@ pub fn row_json(r: &SubscriberRow) -> Value {
         "mode": mode(r),
         "requested": if r.requested == Mode::Gating { "gating" } else { "lossy" },
         "parked": r.parked,
+        "state": state(r),
         "lag_messages": r.lag_messages,
         "lag_bytes": r.lag_bytes,
         "received": r.received,

@@ -125,7 +125,7 @@ fn render(args: &Args, info: &TopicInfo) -> String {
                 snapshot::pid(&r.process),
                 snapshot::exe(&r.process),
                 snapshot::mode(r).to_owned(),
-                if r.parked { "parked" } else { "busy" }.to_owned(),
+                snapshot::state(r).to_owned(),
                 r.lag_messages.to_string(),
                 snapshot::bytes(r.lag_bytes),
                 r.received.to_string(),

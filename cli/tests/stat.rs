@@ -77,6 +77,7 @@ fn stat_shows_each_subscriber_and_a_stopped_one_falling_behind() {
             stopped.pid(),
         );
         assert_eq!(r["mode"], "gating", "demoted too early: {r}");
+        assert_eq!(r["state"], "stopped", "{r}");
         lags.push((
             r["lag_messages"].as_u64().unwrap(),
             r["lag_bytes"].as_u64().unwrap(),
