@@ -291,10 +291,12 @@ typedef struct shmcast_publisher_options {
      */
     size_t admit_uid_count;
     /**
-     * Milliseconds a blocking loan waits on a stalled gating subscriber before demoting it to
-     * lossy and going on. Default 5000 (the Rust API's `DEFAULT_STALL_BOUND`), so that one
-     * stopped subscriber cannot freeze the publisher forever; -1: never demote (wait as long as
-     * the loan's own timeout), an explicit choice.
+     * Milliseconds the ring may stay full for a stalled gating subscriber before a loan demotes
+     * it to lossy and goes on, counted from when loans first found the ring full until one
+     * fits, across loans (timed loans that give up and are retried count, as do tries).
+     * Default 5000 (the Rust API's `DEFAULT_STALL_BOUND`), so that one stopped subscriber
+     * cannot freeze the publisher forever; -1: never demote (each loan waits as long as its own
+     * timeout), an explicit choice.
      */
     int64_t stall_bound_ms;
     /**

@@ -85,10 +85,12 @@ pub struct shmcast_publisher_options {
     pub admit_uids: *const u32,
     /// Number of entries in `admit_uids`.
     pub admit_uid_count: usize,
-    /// Milliseconds a blocking loan waits on a stalled gating subscriber before demoting it to
-    /// lossy and going on. Default 5000 (the Rust API's `DEFAULT_STALL_BOUND`), so that one
-    /// stopped subscriber cannot freeze the publisher forever; -1: never demote (wait as long as
-    /// the loan's own timeout), an explicit choice.
+    /// Milliseconds the ring may stay full for a stalled gating subscriber before a loan demotes
+    /// it to lossy and goes on, counted from when loans first found the ring full until one
+    /// fits, across loans (timed loans that give up and are retried count, as do tries).
+    /// Default 5000 (the Rust API's `DEFAULT_STALL_BOUND`), so that one stopped subscriber
+    /// cannot freeze the publisher forever; -1: never demote (each loan waits as long as its own
+    /// timeout), an explicit choice.
     pub stall_bound_ms: i64,
     /// Milliseconds a connecting client may take to send its request before it is dropped
     /// (at least 1). Default: 2000.

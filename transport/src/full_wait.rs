@@ -5,9 +5,13 @@
 //!
 //! # Overload and failure
 //!
-//! A stopped gating subscriber holds a loan back by at most the stall bound, if one is set: then
-//! it is demoted (and told) and the loan continues. Without a bound only the caller's own
-//! timeout ends the wait; it is reported once as a stall after [`DEFAULT_STALL_BOUND`].
+//! A stopped gating subscriber holds the publisher back by at most the stall bound, if one is
+//! set: then it is demoted (and told) and the loan continues. The stall counts from the moment
+//! loans first found the ring full, across loans ([`Stall`]): a timed loan that gave up, an
+//! async loan dropped in a `select!` or a `try_loan` that found the ring full leave it running,
+//! so a publisher that retries is bounded as one that waits in a single loan. Without a bound
+//! only the caller's own timeout ends a wait; the stall is reported once after
+//! [`DEFAULT_STALL_BOUND`].
 
 use std::time::{Duration, Instant};
 
@@ -48,9 +52,31 @@ pub(crate) enum Next {
     Sleep(Duration),
 }
 
+/// How long the ring has stayed full for the gating subscribers, across loans: the publisher
+/// keeps one. Only a reservation that fits ends it (a demotion restarts it), so a timed loan
+/// that gave up, a cancelled async loan or a `try_loan` that found the ring full leave it
+/// running.
+#[derive(Debug, Default)]
+pub(crate) struct Stall {
+    /// When loans first found the ring full since the last reservation that fit, or since the
+    /// last demotion.
+    since: Option<Instant>,
+    /// Whether a stall without a bound was reported.
+    reported: bool,
+}
+
+impl Stall {
+    /// A reservation fit: the subscribers make progress.
+    pub(crate) fn end(&mut self) {
+        if self.since.is_some() {
+            *self = Stall::default();
+        }
+    }
+}
+
 /// The clocks of one loan's wait. The clock is read only once the ring is found full: a loan
-/// that fits at once (the common case) makes no clock read. The wait and the stall count from
-/// then; a demotion restarts the stall.
+/// that fits at once (the common case) makes no clock read. The loan's timeout counts from
+/// then; the stall from when loans first found the ring full ([`Stall`]).
 pub(crate) struct FullWait {
     wait: Wait,
     /// Whether this wait runs on an async runtime's thread, which a poll between yields would
@@ -58,8 +84,6 @@ pub(crate) struct FullWait {
     reactor: bool,
     stall_bound: Option<Duration>,
     first_full: Option<Instant>,
-    stalled_since: Option<Instant>,
-    stall_reported: bool,
 }
 
 impl FullWait {
@@ -70,8 +94,6 @@ impl FullWait {
             reactor: false,
             stall_bound,
             first_full: None,
-            stalled_since: None,
-            stall_reported: false,
         }
     }
 
@@ -86,19 +108,19 @@ impl FullWait {
         }
     }
 
-    /// The ring has no room for `len` bytes: gives up (`Full`, `Timeout`), demotes past the
-    /// stall bound, polls briefly for space, or announces the wait and says how long to sleep.
+    /// The ring has no room for `len` bytes: gives up (`Full`, `Timeout`), demotes once the
+    /// `stall` has lasted the stall bound, polls briefly for space, or announces the wait and
+    /// says how long to sleep.
     pub(crate) fn on_full(
         &mut self,
         shared: &Shared,
         writer: &mut Writer<Link>,
         spin: &mut Spin,
+        stall: &mut Stall,
         len: usize,
     ) -> Result<Next, LoanError> {
-        if self.wait == Wait::Never {
-            return Err(LoanError::Full);
-        }
         let now = Instant::now();
+        let since = *stall.since.get_or_insert(now);
         let first = *self.first_full.get_or_insert(now);
         let deadline = match self.wait {
             Wait::For(timeout) => first.checked_add(timeout),
@@ -107,7 +129,6 @@ impl FullWait {
         if deadline.is_some_and(|d| now >= d) {
             return Err(LoanError::Timeout);
         }
-        let since = self.stalled_since.unwrap_or(first);
         let stall_at = self.stall_bound.map(|b| since + b);
         if stall_at.is_some_and(|t| now >= t) {
             let slowest = writer.slowest_gating();
@@ -115,13 +136,15 @@ impl FullWait {
             if let Some(id) = slowest {
                 demote(shared, writer, id);
             }
-            self.stalled_since = Some(now);
+            stall.since = Some(now);
             return Ok(Next::Retry);
         }
+        if self.wait == Wait::Never {
+            return Err(LoanError::Full);
+        }
         // Without a stall bound nothing ends the wait but the subscribers: say so once.
-        if self.stall_bound.is_none() && !self.stall_reported && now >= since + DEFAULT_STALL_BOUND
-        {
-            self.stall_reported = true;
+        if self.stall_bound.is_none() && !stall.reported && now >= since + DEFAULT_STALL_BOUND {
+            stall.reported = true;
             let slowest = writer.slowest_gating();
             events::stalled(&shared.topic, now - since, conn_of(writer, slowest), false);
         }

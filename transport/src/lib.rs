@@ -23,9 +23,11 @@
 //! # Overload and failure
 //!
 //! * **Stall bound.** A gating subscriber that stops releasing holds the publisher back. With
-//!   [`PublisherBuilder::stall_bound`], a blocking loan that waited that long demotes the slowest
-//!   gating subscriber to lossy and continues; the demoted subscriber receives
-//!   [`RecvError::Demoted`] once, then receives as a lossy one.
+//!   [`PublisherBuilder::stall_bound`] (5 s by default), once the ring has stayed full that long
+//!   (counted across loans: one that waits, timed ones that give up, async ones dropped in a
+//!   `select!`, tried ones) the next loan demotes the slowest gating subscriber to lossy and
+//!   continues; the demoted subscriber receives [`RecvError::Demoted`] once, then receives as a
+//!   lossy one.
 //! * **A subscriber dies or leaves:** its connection hangs up and the publisher removes it at
 //!   once; a publisher waiting on it continues immediately.
 //! * **The publisher ends or dies:** every subscriber first receives everything committed, then

@@ -3,7 +3,7 @@
 use crate::claim::Claim;
 use crate::contract::{Contract, MessageType};
 use crate::error::{BindError, LoanError, WaitError};
-use crate::full_wait::{FullWait, Next, Wait};
+use crate::full_wait::{FullWait, Next, Stall, Wait};
 use crate::loan::{Loan, PodLoan};
 use crate::policy::Admission;
 pub use crate::publisher_stats::PublisherStats;
@@ -94,12 +94,16 @@ impl PublisherBuilder {
         self
     }
 
-    /// How long a blocking `loan` waits on a stalled gating subscriber before demoting it to
-    /// lossy (it receives [`RecvError::Demoted`](crate::RecvError::Demoted) and continues as a
-    /// lossy subscriber for good). Default: [`DEFAULT_STALL_BOUND`], so that one stopped
-    /// subscriber (a `SIGSTOP`, a debugger, a frozen container) cannot freeze the publisher
-    /// forever. `None` waits as long as the caller's own timeout: an explicit choice for
-    /// streams where no message may ever be lost, whatever a subscriber does.
+    /// How long the ring may stay full for a stalled gating subscriber before a loan demotes it
+    /// to lossy (it receives [`RecvError::Demoted`](crate::RecvError::Demoted) and continues as
+    /// a lossy subscriber for good). The time counts from when loans first found the ring full,
+    /// across loans, until one fits: a `loan` that waits, `loan_timeout`s that give up and are
+    /// retried, async loans dropped in a `select!` and `try_loan`s that find it full all count,
+    /// and the first loan past the bound demotes. Default: [`DEFAULT_STALL_BOUND`], so that one
+    /// stopped subscriber (a `SIGSTOP`, a debugger, a frozen container) cannot freeze the
+    /// publisher forever. `None` never demotes, and each loan waits as long as its own timeout:
+    /// an explicit choice for streams where no message may ever be lost, whatever a subscriber
+    /// does.
     ///
     /// ```no_run
     /// use std::time::Duration;
@@ -302,7 +306,7 @@ pub struct Publisher {
     shared: Arc<Shared>,
     server: Option<JoinHandle<()>>,
     shutdown: Arc<OwnedFd>,
-    /// The topic socket; dropped (and its file removed) after the server thread ended.
+    /// The topic socket; its file is removed first when the publisher drops.
     claim: Claim,
     stall_bound: Option<Duration>,
     pub(crate) space_waits: u64,
@@ -310,6 +314,8 @@ pub struct Publisher {
     full_async: u64,
     /// How long a loan polls for space before it sleeps, learned from the last waits.
     spin: Spin,
+    /// How long the ring has stayed full, across loans (the stall bound counts from it).
+    stall: Stall,
     max_message: usize,
     contract: Contract,
 }
@@ -403,6 +409,7 @@ impl Publisher {
             space_waits: 0,
             full_async: 0,
             spin: Spin::new(b.spin_limit),
+            stall: Stall::default(),
             max_message: cfg.max_payload(),
             contract,
         })
@@ -511,6 +518,7 @@ impl Publisher {
         loop {
             match guard.try_reserve(len) {
                 Ok(res) => {
+                    self.stall.end();
                     let ptr = guard.payload_ptr(&res);
                     return Ok(Loan::new(guard, res, shared, ptr, len));
                 }
@@ -521,7 +529,8 @@ impl Publisher {
                 Err(ReserveError::Closed) => unreachable!("publisher closed while borrowed"),
                 Err(ReserveError::Full { .. }) => {}
             }
-            let Next::Sleep(timeout) = full.on_full(shared, &mut guard, &mut self.spin, len)?
+            let Next::Sleep(timeout) =
+                full.on_full(shared, &mut guard, &mut self.spin, &mut self.stall, len)?
             else {
                 continue;
             };
@@ -559,10 +568,13 @@ impl Publisher {
         let mut guard = shared.lock();
         loop {
             if guard.has_space_for(len) {
+                self.stall.end();
                 return Ok(None);
             }
             self.full_async += 1;
-            if let Next::Sleep(timeout) = full.on_full(shared, &mut guard, &mut self.spin, len)? {
+            if let Next::Sleep(timeout) =
+                full.on_full(shared, &mut guard, &mut self.spin, &mut self.stall, len)?
+            {
                 self.space_waits += 1;
                 return Ok(Some(timeout));
             }

@@ -658,3 +658,56 @@ fn sigkill_of_the_publisher_drains_then_disconnects() {
     assert!(!path.exists(), "socket file removed on clean shutdown");
     fds.check();
 }
+
+/// A publisher that retries instead of waiting in one loan, as a `select!` loop or a dropping
+/// publisher does: timed loans that give up, or tries, while a stopped gating subscriber holds
+/// the ring full. The stall bound counts across them, so the stopped subscriber is demoted
+/// after it and every message goes out, as for one waiting loan.
+#[test]
+fn sigstop_demotes_across_retried_loans() {
+    const BOUND: Duration = Duration::from_millis(300);
+    for retry in ["timed", "tried"] {
+        let fds = FdGuard::new();
+        let t = topic(&format!("retried-{retry}"));
+        let mut publisher = publisher(&t, Some(BOUND));
+        let stopped = subscriber(&t, "demotable", MAX, COUNT);
+        until_subscribers(&publisher, 1);
+        stopped.stop();
+        let start = std::time::Instant::now();
+        let (mut buf, mut retries) = (Vec::new(), 0u64);
+        for seq in 0..COUNT {
+            message(seq, MAX, &mut buf);
+            loop {
+                let loan = match retry {
+                    "timed" => publisher.loan_timeout(buf.len(), Duration::from_millis(20)),
+                    _ => publisher.try_loan(buf.len()),
+                };
+                match loan {
+                    Ok(mut loan) => {
+                        loan.copy_from_slice(&buf);
+                        loan.publish();
+                        break;
+                    }
+                    Err(LoanError::Timeout | LoanError::Full) => {
+                        retries += 1;
+                        assert!(
+                            start.elapsed() < PUBLISH_BOUND,
+                            "{retry}: still held back after {retries} retries"
+                        );
+                        if retry == "tried" {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                    }
+                    Err(e) => panic!("{retry}: {e}"),
+                }
+            }
+        }
+        let stats = publisher.stats();
+        assert_eq!(stats.demotions, 1, "{retry}: {stats:?}");
+        assert!(retries > 0, "{retry}: the ring never filled");
+        assert_eq!(stats.subscribers[0].mode, Mode::Lossy, "{retry}");
+        stopped.kill();
+        drop(publisher);
+        fds.check();
+    }
+}

@@ -71,7 +71,6 @@ fn guard() -> FdGuard {
     FdGuard::new()
 }
 
-/// A current-thread runtime.
 /// args: topic. A gating subscriber that pauses a millisecond every 50 messages, so that the
 /// publisher often waits for space; checks every message, prints `summary received=N lagged=0`.
 fn role_slow_subscriber(args: &[String]) {
@@ -99,6 +98,7 @@ fn role_slow_subscriber(args: &[String]) {
     println!("summary received={next} lagged=0 ");
 }
 
+/// A current-thread runtime.
 fn current_thread() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_io()
@@ -294,6 +294,57 @@ fn dropped_loans_lose_nothing_and_publish_nothing() {
         cancelled > 0 && once > 0,
         "no loan was dropped ({cancelled}, {once} polled once): the test tested nothing"
     );
+    drop(rt);
+    fds.check();
+}
+
+/// Loans that lose a `select!` against a timer while a stopped gating subscriber process holds
+/// the ring full: the stall bound counts across them, so the subscriber is demoted once the
+/// ring has been full that long, and publishing goes on.
+#[test]
+fn loans_dropped_in_select_are_held_back_only_by_the_stall_bound() {
+    const BOUND: Duration = Duration::from_millis(300);
+    let fds = guard();
+    let rt = current_thread();
+    let name = topic("stall");
+    let mut sub = spawn("slow-subscriber", std::slice::from_ref(&name));
+    let (lost_races, stats) = rt.block_on(async {
+        let mut publisher = AsyncPublisher::new(
+            Publisher::builder(&name)
+                .capacity(CAPACITY)
+                .max_message(MAX as u64)
+                .stall_bound(Some(BOUND))
+                .bind()
+                .unwrap(),
+        )
+        .unwrap();
+        sub.expect_line("ready");
+        assert_eq!(publisher.wait_for_subscribers(1).await, 1);
+        sub.stop();
+        let deadline = tokio::time::Instant::now() + WATCHDOG;
+        let (mut buf, mut lost_races) = (Vec::new(), 0u64);
+        for seq in 0..500 {
+            message(seq, MAX, &mut buf);
+            loop {
+                tokio::select! {
+                    loan = publisher.loan(buf.len()) => {
+                        let mut loan = loan.unwrap();
+                        loan.copy_from_slice(&buf);
+                        loan.publish();
+                        break;
+                    }
+                    _ = tokio::time::sleep(Duration::from_millis(20)) => {
+                        lost_races += 1;
+                        assert!(tokio::time::Instant::now() < deadline, "held back for good");
+                    }
+                }
+            }
+        }
+        (lost_races, publisher.stats())
+    });
+    assert!(lost_races > 0, "the ring never filled");
+    assert_eq!(stats.demotions, 1, "{stats:?}");
+    sub.kill();
     drop(rt);
     fds.check();
 }
