@@ -11,7 +11,7 @@ mod common;
 use common::attack::{FLAT_OUT, publish_under_attack};
 use common::child::{self, WATCHDOG};
 use common::{FdGuard, roles};
-use shmcast::Publisher;
+use shmcast::{Publisher, Subscriber};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
@@ -110,6 +110,7 @@ fn role_entry() {
         "subscriber" => roles::subscriber(&args),
         "clients" => role_clients(&args),
         "few-descriptors" => role_few_descriptors(&args),
+        "short-subscriber" => role_short_subscriber(&args),
         other => panic!("unknown role {other}"),
     }
 }
@@ -147,6 +148,72 @@ fn role_few_descriptors(args: &[String]) {
         publisher.send(&seq.to_le_bytes()).unwrap();
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// args: topic. Connects with 0 to 8 descriptors free under its limit, and prints for each
+/// `free N ok`, `free N errno E` (an I/O error of the system's, the limit's `EMFILE` among
+/// them), or `free N other ERROR`.
+fn role_short_subscriber(args: &[String]) {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let hard = getrlimit(Resource::Nofile).maximum;
+    let limit = |current: u64| {
+        setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(current),
+                maximum: hard,
+            },
+        )
+        .unwrap()
+    };
+    for free in 0..=8u64 {
+        // The limit bounds descriptor numbers: the lowest that leaves `free` unused numbers
+        // below it.
+        // SAFETY: F_GETFD only reads the descriptor's flags, of any number, open or not.
+        let open = |fd: i32| unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1;
+        let (mut number, mut unused) = (0i32, 0u64);
+        while unused < free || open(number) {
+            if !open(number) {
+                unused += 1;
+            }
+            number += 1;
+        }
+        limit(number as u64);
+        let got = Subscriber::connect(&args[0]);
+        limit(hard.unwrap_or(4096).min(4096));
+        match got {
+            Ok(_) => println!("free {free} ok"),
+            Err(shmcast::ConnectError::Io(e) | shmcast::ConnectError::Socket { source: e, .. }) => {
+                println!("free {free} errno {}", e.raw_os_error().unwrap_or(0))
+            }
+            Err(e) => println!("free {free} other {e:?}"),
+        }
+    }
+    println!("done");
+}
+
+/// A subscriber short of descriptors is told so (`EMFILE`), not that the publisher broke the
+/// protocol, whichever step of the connection runs out: the socket, the descriptors the
+/// publisher hands over (which the kernel cuts off), or its own event set.
+#[test]
+fn a_subscriber_short_of_descriptors_is_told_so() {
+    let t = topic("short");
+    let _publisher = Publisher::bind(&t).unwrap();
+    let mut child = child::spawn("short-subscriber", &[t]);
+    let mut lines = Vec::new();
+    loop {
+        let line = child.expect_line("");
+        if line.trim() == "done" {
+            break;
+        }
+        lines.push(line.trim().to_owned());
+    }
+    assert!(!lines.iter().any(|l| l.contains(" other ")), "{lines:?}");
+    // The first line may follow the test harness's own words.
+    assert!(lines.iter().any(|l| l.ends_with("free 8 ok")), "{lines:?}");
+    assert!(lines.iter().any(|l| l.ends_with("free 0 errno 24")), "{lines:?}");
+    let emfile = lines.iter().filter(|l| l.ends_with("errno 24")).count();
+    assert!(emfile >= 2, "{lines:?}");
 }
 
 /// A connected `SOCK_SEQPACKET` socket to `path`, or `None` if the publisher's backlog is full.

@@ -216,6 +216,15 @@ pub(crate) fn recv_with_fds_of(
         }
     }
 
+    if msg.flags.contains(ReturnFlags::CTRUNC)
+        && !msg.flags.contains(ReturnFlags::TRUNC)
+        && fds.len() < expected_fds
+    {
+        // There was room for the descriptors expected, yet fewer arrived: the kernel could not
+        // install the rest, because this process has no descriptor left (or a security policy
+        // refused them). Not the peer's fault; say what the receiver lacks.
+        return Err(RecvFdsError::Io(io::Error::from_raw_os_error(libc::EMFILE)));
+    }
     if msg
         .flags
         .intersects(ReturnFlags::TRUNC | ReturnFlags::CTRUNC)
