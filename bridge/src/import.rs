@@ -15,7 +15,11 @@
 //! * **Reliable**: a full local ring makes the callback wait (the local publisher's blocking
 //!   loan, bounded by its stall bound), which holds Zenoh's reception and so, through TCP, the
 //!   exporter's blocking put. **Lossy**: a full ring drops the message, counted in
-//!   `local_dropped`.
+//!   `local_dropped` and told to the local publisher as lost upstream, as gaps are (a gating
+//!   local subscriber stopped for the stall bound is demoted by these tries as by a wait).
+//! * A configured `capacity` that cannot hold two of the remote's largest messages refuses
+//!   that contract (`refused`, [`Event::ContractRefused`] once); any other failure to bind the
+//!   local topic drops the message (`local_dropped`) and is retried.
 //! * A batch ([`wire`](crate::wire)) is published as the messages it carries, in order, each
 //!   counted as if it had come alone.
 //! * A payload that is not a bridge message, or is larger than the topic's maximum, is counted
@@ -30,7 +34,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use shmcast::{LoanError, Publisher};
+use shmcast::{BindError, ConfigError, LoanError, Publisher};
 use zenoh::Wait;
 use zenoh::bytes::ZBytes;
 use zenoh::sample::Locality;
@@ -107,15 +111,35 @@ impl Import {
     }
 }
 
+/// Why the local topic could not be bound.
+enum BindFailure {
+    /// The configured capacity cannot hold two of the remote's largest messages.
+    TooSmall { capacity: u64, limit: u64 },
+    /// Anything else (the topic in use, the directory): worth another try later.
+    Other(String),
+}
+
+impl std::fmt::Display for BindFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BindFailure::TooSmall { capacity, limit } => write!(
+                f,
+                "a {capacity}-byte ring holds messages up to {limit} bytes, fewer than the topic's"
+            ),
+            BindFailure::Other(e) => f.write_str(e),
+        }
+    }
+}
+
 impl State {
     fn event(&self, e: Event) {
         (self.import.sink)(e);
     }
 
-    fn bind(&mut self, contract: &WireContract) -> Result<(), String> {
+    fn bind(&mut self, contract: &WireContract) -> Result<(), BindFailure> {
         let encoded = contract
             .encode()
-            .ok_or_else(|| format!("{contract} cannot travel"))?;
+            .ok_or_else(|| BindFailure::Other(format!("{contract} cannot travel")))?;
         let t = &self.import.topic;
         let span = (contract.max_message as u64 + 32) * 2;
         let capacity = t
@@ -129,7 +153,12 @@ impl State {
         if let Some(dir) = &self.import.directory {
             b = b.directory(dir);
         }
-        let publisher = b.bind().map_err(|e| e.to_string())?;
+        let publisher = b.bind().map_err(|e| match e {
+            BindError::Config(ConfigError::MaxPayload { limit, .. }) if t.capacity.is_some() => {
+                BindFailure::TooSmall { capacity, limit }
+            }
+            e => BindFailure::Other(e.to_string()),
+        })?;
         self.publisher = Some(publisher);
         self.local = encoded;
         self.event(Event::Bound {
@@ -221,7 +250,12 @@ impl State {
         let c = &self.import.counters;
         match published {
             Ok(()) => {}
-            Err(None) => return Counters::add(&c.local_dropped, 1),
+            Err(None) => {
+                // Lost before the local topic, as a gap is: its subscribers see it as lost
+                // upstream, since the local sequence numbers close over it.
+                publisher.note_upstream_lost(1);
+                return Counters::add(&c.local_dropped, 1);
+            }
             Err(Some(reason)) => return self.malformed(reason),
         }
         Counters::add(&c.messages, 1);
@@ -231,6 +265,10 @@ impl State {
 
     /// Binds the local topic with the first remote contract; `false` if it cannot be.
     fn adopt(&mut self, encoded: &[u8]) -> bool {
+        if self.refused.iter().any(|r| r == encoded) {
+            Counters::add(&self.import.counters.refused, 1);
+            return false;
+        }
         let remote = match WireContract::decode(encoded) {
             Ok(c) => c,
             Err(e) => {
@@ -258,16 +296,27 @@ impl State {
             Counters::add(&self.import.counters.local_dropped, 1);
             return false;
         }
-        if let Err(e) = self.bind(&remote) {
-            self.bind_failed_at = Some(Instant::now());
-            Counters::add(&self.import.counters.local_dropped, 1);
-            self.event(Event::Failed {
-                topic: self.import.topic.topic.clone(),
-                reason: format!("binding the local topic: {e} (retrying)"),
-            });
-            return false;
+        match self.bind(&remote) {
+            Ok(()) => true,
+            Err(BindFailure::TooSmall { capacity, limit }) => {
+                // The configuration, not the moment: no retry would bind it. Refused as a
+                // contract the topic cannot carry, reported once, counted in `refused`.
+                let local = format!(
+                    "messages up to {limit} bytes, what the configured {capacity}-byte ring holds"
+                );
+                self.refuse_as(encoded.to_vec(), remote, local);
+                false
+            }
+            Err(BindFailure::Other(e)) => {
+                self.bind_failed_at = Some(Instant::now());
+                Counters::add(&self.import.counters.local_dropped, 1);
+                self.event(Event::Failed {
+                    topic: self.import.topic.topic.clone(),
+                    reason: format!("binding the local topic: {e} (retrying)"),
+                });
+                false
+            }
         }
-        true
     }
 
     fn refuse(&mut self, encoded: Vec<u8>) {

@@ -58,13 +58,15 @@ pub struct TopicStats {
     /// Import: Zenoh payloads that were not bridge messages, or too large for the topic:
     /// counted and skipped.
     pub malformed: u64,
-    /// Import: messages refused because their contract differs from the local topic's.
+    /// Import: messages refused because their contract differs from the local topic's, or
+    /// because the configured capacity cannot hold two of their largest.
     /// Export: connections to the local topic refused because its publisher declares it
     /// imported ([`Event::LoopRefused`](crate::Event::LoopRefused)).
     pub refused: u64,
     /// Export: messages the lossy local subscriber missed (the local publisher overran it).
     pub local_lagged: u64,
-    /// Import, lossy: messages dropped because the local ring was full.
+    /// Import: messages dropped because the local ring was full (lossy; the local topic counts
+    /// them as lost upstream too), or while the local topic could not be bound (retried).
     pub local_dropped: u64,
     /// Export: times the reliable local subscriber was demoted for stalling the publisher.
     pub demotions: u64,

@@ -215,7 +215,9 @@ pub use publisher::{
     PublisherBuilder, PublisherStats,
 };
 pub use shmcast_core::Resume;
-pub use shmcast_core::{FrameError, Mode, Start, SubscriberId, SubscriberInfo};
+pub use shmcast_core::{
+    ConfigError, FrameError, LayoutError, Mode, Start, SubscriberId, SubscriberInfo,
+};
 pub use subscriber::Latest;
 pub use subscriber::{Sample, Subscriber, SubscriberBuilder, SubscriberStats};
 pub use topic::{DirSource, FileKind, MAX_SOCKET_PATH, TopicDir, TopicError};

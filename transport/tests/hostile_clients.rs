@@ -211,7 +211,10 @@ fn a_subscriber_short_of_descriptors_is_told_so() {
     assert!(!lines.iter().any(|l| l.contains(" other ")), "{lines:?}");
     // The first line may follow the test harness's own words.
     assert!(lines.iter().any(|l| l.ends_with("free 8 ok")), "{lines:?}");
-    assert!(lines.iter().any(|l| l.ends_with("free 0 errno 24")), "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.ends_with("free 0 errno 24")),
+        "{lines:?}"
+    );
     let emfile = lines.iter().filter(|l| l.ends_with("errno 24")).count();
     assert!(emfile >= 2, "{lines:?}");
 }
