@@ -12,14 +12,23 @@ pub enum Format {
     Hex,
     /// The payload as UTF-8 text, invalid bytes replaced.
     Text,
-    /// One JSON object a line: sequence number, size, and the payload as `text` (UTF-8) or
-    /// `hex` (anything else).
+    /// One JSON object a line: sequence number, size, and the payload as `text` when it is
+    /// UTF-8 text (tabs and line breaks allowed, no other control character, as `auto` judges
+    /// it), or `hex` (anything else, such as binary that happens to be valid UTF-8).
     Json,
 }
 
 /// Whether `payload` reads as one line of text.
 pub fn is_text(payload: &[u8]) -> bool {
     std::str::from_utf8(payload).is_ok_and(|s| s.chars().all(|c| c == '\t' || !c.is_control()))
+}
+
+/// Whether `payload` is text that may span lines: UTF-8 whose only control characters are
+/// tabs and line breaks.
+fn is_multiline_text(payload: &[u8]) -> Option<&str> {
+    std::str::from_utf8(payload)
+        .ok()
+        .filter(|s| s.chars().all(|c| matches!(c, '\t' | '\n' | '\r') || !c.is_control()))
 }
 
 /// `payload` in lowercase hex.
@@ -52,9 +61,9 @@ pub fn render(format: Format, seq: u64, payload: &[u8]) -> String {
         Format::Auto if is_text(payload) => String::from_utf8_lossy(payload).into_owned(),
         Format::Auto | Format::Hex => hex(payload),
         Format::Text => String::from_utf8_lossy(payload).into_owned(),
-        Format::Json => match std::str::from_utf8(payload) {
-            Ok(text) => json!({"seq": seq, "len": payload.len(), "text": text}).to_string(),
-            Err(_) => json!({"seq": seq, "len": payload.len(), "hex": hex(payload)}).to_string(),
+        Format::Json => match is_multiline_text(payload) {
+            Some(text) => json!({"seq": seq, "len": payload.len(), "text": text}).to_string(),
+            None => json!({"seq": seq, "len": payload.len(), "hex": hex(payload)}).to_string(),
         },
     }
 }
@@ -70,6 +79,19 @@ mod tests {
         assert_eq!(parse_hex("00 ff\t0a"), Ok(vec![0, 0xff, 0x0a]));
         assert!(parse_hex("abc").is_err());
         assert!(parse_hex("zz").is_err());
+    }
+
+    #[test]
+    fn json_carries_text_as_text_and_binary_as_hex() {
+        let field = |p: &[u8], key: &str| {
+            let v: serde_json::Value = serde_json::from_str(&render(Format::Json, 7, p)).unwrap();
+            v[key].as_str().map(str::to_owned)
+        };
+        assert_eq!(field(b"a\tb\r\nc", "text").as_deref(), Some("a\tb\r\nc"));
+        assert_eq!(field(&[0; 4], "hex").as_deref(), Some("00000000"));
+        assert_eq!(field(&[0x1b, b'x'], "hex").as_deref(), Some("1b78"));
+        assert_eq!(field(&[0xff], "hex").as_deref(), Some("ff"));
+        assert_eq!(field(b"", "text").as_deref(), Some(""));
     }
 
     #[test]
