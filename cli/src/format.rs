@@ -26,9 +26,10 @@ pub fn is_text(payload: &[u8]) -> bool {
 /// Whether `payload` is text that may span lines: UTF-8 whose only control characters are
 /// tabs and line breaks.
 fn is_multiline_text(payload: &[u8]) -> Option<&str> {
-    std::str::from_utf8(payload)
-        .ok()
-        .filter(|s| s.chars().all(|c| matches!(c, '\t' | '\n' | '\r') || !c.is_control()))
+    std::str::from_utf8(payload).ok().filter(|s| {
+        s.chars()
+            .all(|c| matches!(c, '\t' | '\n' | '\r') || !c.is_control())
+    })
 }
 
 /// `payload` in lowercase hex.

@@ -63,3 +63,12 @@ fn poll_loop_example_delivers_every_message() {
         "{out}"
     );
 }
+
+#[test]
+fn reconnect_example_outlives_three_publishers() {
+    let out = run("reconnect");
+    assert!(
+        out.contains("subscriber: received per publisher [1000, 1000, 1000]"),
+        "{out}"
+    );
+}
