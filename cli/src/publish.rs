@@ -49,6 +49,10 @@ pub struct Args {
     /// Declare that the topic carries this schema (`NAME@VERSION`).
     #[arg(long, value_name = "NAME@VERSION")]
     schema: Option<String>,
+    /// How long the ring may stay full for a stopped gating subscriber before it is demoted
+    /// to lossy, in seconds, or `none` to wait for it without end (default: 5).
+    #[arg(long, value_name = "SECS|none")]
+    stall_bound: Option<String>,
 }
 
 pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
@@ -59,6 +63,23 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     }
     if let Some(max) = args.max_message {
         builder = builder.max_message(max);
+    }
+    if let Some(bound) = &args.stall_bound {
+        let bound = match bound.as_str() {
+            "none" => None,
+            secs => Some(
+                secs.parse::<f64>()
+                    .ok()
+                    .filter(|s| *s > 0.0)
+                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                    .ok_or_else(|| {
+                        Failure::usage(format!(
+                            "--stall-bound {secs}: a positive number of seconds, or none"
+                        ))
+                    })?,
+            ),
+        };
+        builder = builder.stall_bound(bound);
     }
     if let Some(spec) = &args.schema {
         let (name, version) = parse_schema(spec)?;

@@ -81,6 +81,8 @@ fn usage_errors() {
         &["echo"],
         &["echo", "t", "--format", "xml"],
         &["pub", "t", "--rate", "fast"],
+        &["pub", "t", "--stall-bound", "0"],
+        &["pub", "t", "--stall-bound", "never"],
     ] {
         assert_eq!(code(&run(shmcast(&dir, args))), 2, "{args:?}");
     }

@@ -140,3 +140,42 @@ fn watch_prints_a_line_per_refresh_when_piped() {
     assert_eq!(counts.len(), 3);
     assert!(counts[2] > counts[0], "{counts:?}");
 }
+
+/// `pub --stall-bound` sets how long a stopped gating subscriber may hold the ring full: a
+/// third of a second demotes it long before the default 5 s would.
+#[test]
+fn a_stall_bound_from_the_command_line_demotes_sooner() {
+    let dir = scratch("stall-bound");
+    let _publisher = Proc::spawn(shmcast(
+        &dir,
+        &[
+            "pub",
+            "t",
+            "--rate",
+            "1000",
+            "--size",
+            "64",
+            "--capacity",
+            "4096",
+            "--stall-bound",
+            "0.3",
+        ],
+    ));
+    let mut echo = shmcast(&dir, &["echo", "t", "--wait", "20"]);
+    echo.stdout(Stdio::null());
+    let stopped = Proc::spawn(echo);
+    stat_with(&dir, "t", 1);
+    stopped.signal(libc::SIGSTOP);
+    let start = std::time::Instant::now();
+    wait_for("the demotion", Duration::from_secs(30), || {
+        let out = shmcast(&dir, &["stat", "t", "--json"]).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+        (row(&v, stopped.pid())["mode"] == "demoted").then_some(())
+    });
+    // The ring fills within a few milliseconds; the default bound would take 5 s more.
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        start.elapsed()
+    );
+}
