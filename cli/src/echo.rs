@@ -2,14 +2,13 @@
 //! lags and a demotion inline; ends after `--count` messages or when the publisher ends.
 
 use std::io::Write;
-use std::time::Duration;
 
 use clap::ValueEnum;
 use serde_json::json;
 use shmcast::{Mode, RecvError, Start, Subscriber};
 
 use crate::Place;
-use crate::exit::Failure;
+use crate::exit::{self, Failure};
 use crate::format::{self, Format};
 
 #[derive(Debug, clap::Args)]
@@ -66,9 +65,7 @@ pub fn run(place: &Place, mut args: Args) -> Result<(), Failure> {
         builder = builder.directory(dir);
     }
     if let Some(secs) = args.wait {
-        let wait = Duration::try_from_secs_f64(secs)
-            .map_err(|_| Failure::usage(format!("--wait {secs}: not a number of seconds")))?;
-        builder = builder.connect_timeout(wait);
+        builder = builder.connect_timeout(exit::seconds("--wait", secs)?);
     }
     if let Some(spec) = &args.expect_schema {
         let (name, version) = parse_schema(spec)?;

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
+use std::time::Duration;
 
 use shmcast::{BindError, ConnectError, DirSource, InspectError, RecvError};
 
@@ -138,6 +139,12 @@ fn stale(topic: &str, path: &Path) -> Failure {
             path.display()
         ),
     )
+}
+
+/// The duration a flag gives in seconds, or a usage error naming the flag.
+pub fn seconds(flag: &str, secs: f64) -> Result<Duration, Failure> {
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| Failure::usage(format!("{flag} {secs}: not a number of seconds")))
 }
 
 fn is_socket(path: &Path) -> bool {

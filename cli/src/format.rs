@@ -20,15 +20,15 @@ pub enum Format {
 
 /// Whether `payload` reads as one line of text.
 pub fn is_text(payload: &[u8]) -> bool {
-    std::str::from_utf8(payload).is_ok_and(|s| s.chars().all(|c| c == '\t' || !c.is_control()))
+    text(payload, false).is_some()
 }
 
-/// Whether `payload` is text that may span lines: UTF-8 whose only control characters are
-/// tabs and line breaks.
-fn is_multiline_text(payload: &[u8]) -> Option<&str> {
+/// `payload` as text: UTF-8 whose only control characters are tabs, and line breaks where
+/// `lines` allows them.
+fn text(payload: &[u8], lines: bool) -> Option<&str> {
     std::str::from_utf8(payload).ok().filter(|s| {
         s.chars()
-            .all(|c| matches!(c, '\t' | '\n' | '\r') || !c.is_control())
+            .all(|c| c == '\t' || (lines && matches!(c, '\n' | '\r')) || !c.is_control())
     })
 }
 
@@ -62,7 +62,7 @@ pub fn render(format: Format, seq: u64, payload: &[u8]) -> String {
         Format::Auto if is_text(payload) => String::from_utf8_lossy(payload).into_owned(),
         Format::Auto | Format::Hex => hex(payload),
         Format::Text => String::from_utf8_lossy(payload).into_owned(),
-        Format::Json => match is_multiline_text(payload) {
+        Format::Json => match text(payload, true) {
             Some(text) => json!({"seq": seq, "len": payload.len(), "text": text}).to_string(),
             None => json!({"seq": seq, "len": payload.len(), "hex": hex(payload)}).to_string(),
         },

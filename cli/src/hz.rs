@@ -9,7 +9,7 @@ use serde_json::json;
 use shmcast::{Mode, RecvError, Subscriber};
 
 use crate::Place;
-use crate::exit::Failure;
+use crate::exit::{self, Failure};
 use crate::window::{Rates, Window};
 
 #[derive(Debug, clap::Args)]
@@ -35,17 +35,17 @@ pub struct Args {
 
 pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     let topic = args.topic.as_str();
-    let secs = |s: f64, what: &str| {
-        Duration::try_from_secs_f64(s).map_err(|_| Failure::usage(format!("{what}: not seconds")))
-    };
     let mut builder = Subscriber::builder(topic).mode(Mode::Lossy);
     if let Some(dir) = &place.dir {
         builder = builder.directory(dir);
     }
     if let Some(wait) = args.wait {
-        builder = builder.connect_timeout(secs(wait, "--wait")?);
+        builder = builder.connect_timeout(exit::seconds("--wait", wait)?);
     }
-    let duration = args.duration.map(|d| secs(d, "--duration")).transpose()?;
+    let duration = args
+        .duration
+        .map(|d| exit::seconds("--duration", d))
+        .transpose()?;
     let interval = Duration::from_millis(args.interval.max(1));
     let mut sub = builder.connect().map_err(|e| Failure::connect(topic, e))?;
     // The duration counts from the connection, not from the wait for a publisher before it.

@@ -11,7 +11,7 @@ use shmcast::Publisher;
 
 use crate::Place;
 use crate::echo::parse_schema;
-use crate::exit::Failure;
+use crate::exit::{self, Failure};
 use crate::format;
 use crate::progress::Progress;
 
@@ -67,17 +67,14 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     if let Some(bound) = &args.stall_bound {
         let bound = match bound.as_str() {
             "none" => None,
-            secs => Some(
-                secs.parse::<f64>()
-                    .ok()
-                    .filter(|s| *s > 0.0)
-                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
-                    .ok_or_else(|| {
-                        Failure::usage(format!(
-                            "--stall-bound {secs}: a positive number of seconds, or none"
-                        ))
-                    })?,
-            ),
+            secs => match secs.parse::<f64>() {
+                Ok(s) if s > 0.0 => Some(exit::seconds("--stall-bound", s)?),
+                _ => {
+                    return Err(Failure::usage(format!(
+                        "--stall-bound {secs}: a positive number of seconds, or none"
+                    )));
+                }
+            },
         };
         builder = builder.stall_bound(bound);
     }
@@ -90,8 +87,7 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
             "--rate must be a positive number of messages a second",
         ));
     }
-    let wait = Duration::try_from_secs_f64(args.wait_timeout)
-        .map_err(|_| Failure::usage("--wait-timeout must be a number of seconds"))?;
+    let wait = exit::seconds("--wait-timeout", args.wait_timeout)?;
     // Before the publisher starts its server thread, which inherits the blocked signals.
     let signals = crate::signals::block().map_err(|e| Failure::other(topic, e))?;
     let mut publisher = builder.bind().map_err(|e| Failure::bind(topic, e))?;
