@@ -38,6 +38,23 @@ fn importer(b: &Path, port: u16, topic: Value) -> BridgeProc {
     }))
 }
 
+/// Publishes messages `*next`, `*next + 1`, … one every `ms` milliseconds, until `done` (given
+/// the number of the next message) holds.
+fn publish_until(
+    publisher: &mut Publisher,
+    next: &mut u64,
+    ms: u64,
+    what: &str,
+    mut done: impl FnMut(u64) -> bool,
+) {
+    until(what, || {
+        publisher.send(&message(*next)).unwrap();
+        *next += 1;
+        std::thread::sleep(Duration::from_millis(ms));
+        done(*next)
+    });
+}
+
 /// A publisher of topic `t` in `dir`, of messages up to 4 KiB.
 fn bind(dir: &Path) -> Publisher {
     Publisher::builder("t")
@@ -147,10 +164,7 @@ fn lossy_counts_every_gap_of_an_overloaded_importer() {
     // Message `i` is the local topic's message of sequence number `i`. Warm up until the key
     // is routed to host B, then flood.
     let mut i = 0;
-    until("host B's first message", || {
-        publisher.send(&message(i)).unwrap();
-        i += 1;
-        std::thread::sleep(Duration::from_millis(20));
+    publish_until(&mut publisher, &mut i, 20, "host B's first message", |_| {
         bridge_b.topic(0)["messages"].as_u64() > Some(0)
     });
     for j in i..i + N {
@@ -161,12 +175,13 @@ fn lossy_counts_every_gap_of_an_overloaded_importer() {
     // flood's end, everything after what it held was dropped and nothing later shows the jump
     // yet. A trickle after the flood, as a live stream would go on, arrives once the queue has
     // drained and reveals it.
-    until("host B's tail after the flood", || {
-        publisher.send(&message(i)).unwrap();
-        i += 1;
-        std::thread::sleep(Duration::from_millis(20));
-        bridge_b.topic(0)["last_seq"].as_u64() >= Some(i - 1)
-    });
+    publish_until(
+        &mut publisher,
+        &mut i,
+        20,
+        "host B's tail after the flood",
+        |next| bridge_b.topic(0)["last_seq"].as_u64() >= Some(next - 1),
+    );
     let (first, last, count, lagged) = reader.join().unwrap();
     // Host B's topic shows the gaps to whoever inspects it there (`shmcast stat`), not only in
     // the bridge's counters.
@@ -311,10 +326,7 @@ fn a_mismatched_contract_is_refused_with_a_clear_error() {
     let line = {
         let mut i = 0;
         let mut found = None;
-        until("the importer's refusal", || {
-            publisher.send(&message(i)).unwrap();
-            i += 1;
-            std::thread::sleep(Duration::from_millis(10));
+        publish_until(&mut publisher, &mut i, 10, "the importer's refusal", |_| {
             found = bridge_b
                 .events()
                 .into_iter()
@@ -352,10 +364,7 @@ fn an_import_adopts_the_first_contract_and_refuses_another() {
             .unwrap();
         publisher.wait_for_subscribers(1, common::WATCHDOG).unwrap();
         let mut i = 0;
-        until("host B's topic", || {
-            publisher.send(&message(i)).unwrap();
-            i += 1;
-            std::thread::sleep(Duration::from_millis(10));
+        publish_until(&mut publisher, &mut i, 10, "host B's topic", |_| {
             bridge_b.events().iter().any(|l| l.contains("publishing"))
         });
         let sub = Subscriber::builder("t")
@@ -376,10 +385,7 @@ fn an_import_adopts_the_first_contract_and_refuses_another() {
         .unwrap();
     publisher.wait_for_subscribers(1, common::WATCHDOG).unwrap();
     let mut i = 0;
-    until("the importer's refusal", || {
-        publisher.send(&message(i)).unwrap();
-        i += 1;
-        std::thread::sleep(Duration::from_millis(10));
+    publish_until(&mut publisher, &mut i, 10, "the importer's refusal", |_| {
         bridge_b
             .events()
             .iter()
@@ -404,10 +410,7 @@ fn an_import_ring_too_small_for_the_remote_contract_is_refused() {
     let mut publisher = bind(&a);
     publisher.wait_for_subscribers(1, common::WATCHDOG).unwrap();
     let mut i = 0;
-    until("the importer's refusal", || {
-        publisher.send(&message(i)).unwrap();
-        i += 1;
-        std::thread::sleep(Duration::from_millis(10));
+    publish_until(&mut publisher, &mut i, 10, "the importer's refusal", |_| {
         bridge_b.topic(0)["refused"].as_u64() >= Some(3)
     });
     let line = bridge_b.wait_event("contract mismatch");
