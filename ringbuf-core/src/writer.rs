@@ -626,7 +626,12 @@ impl<A> Writer<A> {
     /// A snapshot of every subscriber, as far as the writer can see.
     pub fn subscribers(&self) -> impl Iterator<Item = SubscriberInfo> + '_ {
         self.slots.iter().map(|s| {
-            let cursor = s.cb.u64_at(cb::CURSOR).load(Ordering::Relaxed);
+            // SYNC(release): Acquire; pairs with the Release store of `cursor` in
+            // Reader::publish_progress, which stores `next_seq` and `received` before it: the
+            // counts read below are at least as new as the cursor, so a snapshot never shows
+            // fewer messages received than the cursor has passed. They may be newer (the reader
+            // moved on meanwhile): each figure is a snapshot of its own.
+            let cursor = s.cb.u64_at(cb::CURSOR).load(Ordering::Acquire);
             let seq = s.cb.u64_at(cb::NEXT_SEQ).load(Ordering::Relaxed);
             SubscriberInfo {
                 id: s.id,
