@@ -541,8 +541,7 @@ fn busy_subscribers_cost_the_publisher_no_syscall() {
     // Now one parks: exactly the parked ones cost a signal (tried again if the commit fell
     // into the sleeper's own look for a hang-up: `WAKE_ATTEMPTS`).
     let mut parked = subs.pop().unwrap();
-    let mut seq = 10_000;
-    for attempt in 1..=WAKE_ATTEMPTS {
+    for (attempt, seq) in (1..=WAKE_ATTEMPTS).zip(10_000..) {
         let before = publisher.stats().wake_syscalls;
         let waiter = std::thread::spawn(move || {
             let seq = parked
@@ -558,7 +557,6 @@ fn busy_subscribers_cost_the_publisher_no_syscall() {
         let got;
         (parked, got) = waiter.join().unwrap();
         assert_eq!(got, seq);
-        seq += 1;
         let made = publisher.stats().wake_syscalls - before;
         if made == 0 && attempt < WAKE_ATTEMPTS {
             continue;
