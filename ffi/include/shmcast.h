@@ -30,7 +30,9 @@
  * - Threads: a handle may be used from any thread, but by one thread at a time; different
  *   handles are independent. Functions that take no handle are thread-safe. Each publisher runs
  *   one background thread that admits subscribers. Handles do not survive fork(): use them only
- *   in the process that created them.
+ *   in the process that created them. A child may destroy a publisher handle it inherited (or
+ *   exit without doing so): that closes its own descriptors only, and leaves the parent's
+ *   stream and socket file alone.
  * - Signals: the library never raises SIGPIPE (it sends with MSG_NOSIGNAL) and installs no
  *   signal handlers. It retries system calls interrupted by signals, so a signal does not cut a
  *   blocking call short: to react to signals, wait in your own poll() loop (timeout_ms == 0 and
@@ -273,7 +275,7 @@ typedef struct shmcast_publisher_options {
      */
     int32_t admission;
     /**
-     * Ring data size in bytes: a power of two, at least 64. Default: 1 MiB.
+     * Ring data size in bytes: a power of two from 64 to 2^40 (1 TiB). Default: 1 MiB.
      */
     uint64_t capacity;
     /**
@@ -587,8 +589,9 @@ typedef struct shmcast_subscriber_info {
 typedef struct shmcast_sample {
     /**
      * The payload: `len` readable bytes, 16-byte aligned, read-only. For a gating subscriber
-     * it is the ring itself (zero-copy; the publisher will not overwrite it until released),
-     * for a lossy one a validated copy.
+     * it is the ring itself (zero-copy; the publisher will not overwrite it until released,
+     * unless it demotes the subscriber for stalling it past its stall bound: then
+     * `shmcast_sample_release` returns `SHMCAST_EDEMOTED`), for a lossy one a validated copy.
      */
     const void *data;
     /**
@@ -1054,7 +1057,9 @@ void shmcast_subscriber_destroy(struct shmcast_subscriber *sub);
  *
  * Only one sample may be held per subscriber: release it before the next receive
  * (`SHMCAST_EBUSY` otherwise). A gating subscriber holds the publisher back while it holds a
- * sample, so release promptly. On failure `*out` is cleared (`data == NULL`, `owner == NULL`).
+ * sample, so release promptly. On failure `*out` is cleared (`data == NULL`, `owner == NULL`),
+ * except on `SHMCAST_EBUSY`, which leaves it as it was: it may be the outstanding sample, which
+ * can still be released.
  *
  * Blocking: `timeout_ms == -1` waits until a message arrives or the stream ends; `0` never
  * waits (`SHMCAST_EAGAIN`, and then the descriptor from `shmcast_subscriber_fd` becomes
@@ -1107,8 +1112,16 @@ int shmcast_subscriber_recv_latest(struct shmcast_subscriber *sub,
  * Clears `*sample`. Releasing a cleared sample (`owner == NULL`) does nothing and returns 0.
  * Never blocks (it may send one non-blocking doorbell to a publisher waiting for space).
  *
+ * A gating subscriber's sample is the ring itself, which the publisher does not overwrite
+ * while it gates on the subscriber. A subscriber that holds the publisher back past its stall
+ * bound is demoted to lossy, and the publisher may then write over the sample it still holds:
+ * the release then returns `SHMCAST_EDEMOTED` (the sample is released all the same), and
+ * whatever was read from `data` may mix this message with a later one; discard it. The next
+ * receive reports the demotion too.
+ *
  * Errors: `SHMCAST_EINVAL` (null `sample`, or it is not the sample its subscriber holds, e.g.
- * a copy of one already released).
+ * a copy of one already released), `SHMCAST_EDEMOTED` (released, but the publisher wrote over
+ * the sample while it was held).
  *
  * Threads: callable from any thread, but not concurrently with another call on the sample's
  * subscriber.
@@ -1156,8 +1169,10 @@ int shmcast_subscriber_recv_copy(struct shmcast_subscriber *sub,
  * Returns a descriptor (>= 0) owned by the subscriber, or `SHMCAST_EINVAL` if `sub` is `NULL`.
  * It is readable (`POLLIN`) whenever a receive would not return `SHMCAST_EAGAIN` (a message,
  * a lag, a demotion, the end of the stream), from the moment `shmcast_subscriber_connect`
- * returns, with no prior call: poll first or receive first, level- or edge-triggered, one
- * receive per wakeup or until `SHMCAST_EAGAIN`. Readiness may be spurious (a receive then
+ * returns, with no prior call: poll first or receive first; with `poll()` or level-triggered
+ * epoll, one receive per wakeup or until `SHMCAST_EAGAIN`; with edge-triggered epoll
+ * (`EPOLLET`), until `SHMCAST_EAGAIN`, as for every descriptor: an edge is not repeated while
+ * messages wait. Readiness may be spurious (a receive then
  * returns `SHMCAST_EAGAIN`). Do not read, write or close it; it closes with
  * `shmcast_subscriber_destroy`. Never blocks; callable while a sample is held.
  *

@@ -75,7 +75,7 @@ pub struct shmcast_publisher_options {
     /// `SHMCAST_ADMIT_ANY_UID`. Checked against the connecting process's credentials before
     /// anything is sent to it.
     pub admission: i32,
-    /// Ring data size in bytes: a power of two, at least 64. Default: 1 MiB.
+    /// Ring data size in bytes: a power of two from 64 to 2^40 (1 TiB). Default: 1 MiB.
     pub capacity: u64,
     /// Largest message in bytes, at most half the capacity minus 16. Default 0: a quarter of
     /// the capacity.

@@ -14,7 +14,7 @@
 //! and is handed out by the next receive of either kind.
 
 use crate::contract::{Declared, shmcast_contract};
-use crate::error::{Failure, SHMCAST_EINVAL, SHMCAST_EMSGSIZE, guard};
+use crate::error::{Failure, SHMCAST_EDEMOTED, SHMCAST_EINVAL, SHMCAST_EMSGSIZE, guard};
 use crate::options::{Wait, shmcast_subscriber_options, subscriber_builder, topic_arg};
 use shmcast_transport::{Sample, Subscriber};
 use std::ffi::{c_char, c_int, c_void};
@@ -115,8 +115,9 @@ impl Drop for shmcast_subscriber {
 #[derive(Clone, Copy, Debug)]
 pub struct shmcast_sample {
     /// The payload: `len` readable bytes, 16-byte aligned, read-only. For a gating subscriber
-    /// it is the ring itself (zero-copy; the publisher will not overwrite it until released),
-    /// for a lossy one a validated copy.
+    /// it is the ring itself (zero-copy; the publisher will not overwrite it until released,
+    /// unless it demotes the subscriber for stalling it past its stall bound: then
+    /// `shmcast_sample_release` returns `SHMCAST_EDEMOTED`), for a lossy one a validated copy.
     pub data: *const c_void,
     /// Payload length in bytes (may be 0).
     pub len: usize,
@@ -266,7 +267,9 @@ pub unsafe extern "C" fn shmcast_subscriber_destroy(sub: *mut shmcast_subscriber
 ///
 /// Only one sample may be held per subscriber: release it before the next receive
 /// (`SHMCAST_EBUSY` otherwise). A gating subscriber holds the publisher back while it holds a
-/// sample, so release promptly. On failure `*out` is cleared (`data == NULL`, `owner == NULL`).
+/// sample, so release promptly. On failure `*out` is cleared (`data == NULL`, `owner == NULL`),
+/// except on `SHMCAST_EBUSY`, which leaves it as it was: it may be the outstanding sample, which
+/// can still be released.
 ///
 /// Blocking: `timeout_ms == -1` waits until a message arrives or the stream ends; `0` never
 /// waits (`SHMCAST_EAGAIN`, and then the descriptor from `shmcast_subscriber_fd` becomes
@@ -297,10 +300,15 @@ pub unsafe extern "C" fn shmcast_subscriber_recv(
         if out.is_null() {
             return Err(Failure::null("out"));
         }
-        // SAFETY: `out` is non-null and writable (caller's promise).
-        unsafe { out.write(shmcast_sample::EMPTY) };
         // SAFETY: the caller promises null or a live handle used by this thread only.
-        let h = unsafe { handle(sub) }?;
+        let h = unsafe { handle(sub) };
+        // `SHMCAST_EBUSY` leaves `*out` alone: it may be the outstanding sample, still to be
+        // released.
+        if !h.as_ref().is_ok_and(|h| h.lent) {
+            // SAFETY: `out` is non-null and writable (caller's promise).
+            unsafe { out.write(shmcast_sample::EMPTY) };
+        }
+        let h = h?;
         let wait = Wait::from_ms(timeout_ms)?;
         let described = shmcast_sample::of(h.fetch(wait)?, sub);
         h.lent = true;
@@ -334,10 +342,15 @@ pub unsafe extern "C" fn shmcast_subscriber_recv_latest(
         if out.is_null() {
             return Err(Failure::null("out"));
         }
-        // SAFETY: `out` is non-null and writable (caller's promise).
-        unsafe { out.write(shmcast_sample::EMPTY) };
         // SAFETY: the caller promises null or a live handle used by this thread only.
-        let h = unsafe { handle(sub) }?;
+        let h = unsafe { handle(sub) };
+        // `SHMCAST_EBUSY` leaves `*out` alone: it may be the outstanding sample, still to be
+        // released.
+        if !h.as_ref().is_ok_and(|h| h.lent) {
+            // SAFETY: `out` is non-null and writable (caller's promise).
+            unsafe { out.write(shmcast_sample::EMPTY) };
+        }
+        let h = h?;
         let wait = Wait::from_ms(timeout_ms)?;
         let (sample, passed) = h.fetch_latest(wait)?;
         let described = shmcast_sample::of(sample, sub);
@@ -358,8 +371,16 @@ pub unsafe extern "C" fn shmcast_subscriber_recv_latest(
 /// Clears `*sample`. Releasing a cleared sample (`owner == NULL`) does nothing and returns 0.
 /// Never blocks (it may send one non-blocking doorbell to a publisher waiting for space).
 ///
+/// A gating subscriber's sample is the ring itself, which the publisher does not overwrite
+/// while it gates on the subscriber. A subscriber that holds the publisher back past its stall
+/// bound is demoted to lossy, and the publisher may then write over the sample it still holds:
+/// the release then returns `SHMCAST_EDEMOTED` (the sample is released all the same), and
+/// whatever was read from `data` may mix this message with a later one; discard it. The next
+/// receive reports the demotion too.
+///
 /// Errors: `SHMCAST_EINVAL` (null `sample`, or it is not the sample its subscriber holds, e.g.
-/// a copy of one already released).
+/// a copy of one already released), `SHMCAST_EDEMOTED` (released, but the publisher wrote over
+/// the sample while it was held).
 ///
 /// Threads: callable from any thread, but not concurrently with another call on the sample's
 /// subscriber.
@@ -388,9 +409,17 @@ pub unsafe extern "C" fn shmcast_sample_release(sample: *mut shmcast_sample) -> 
                 "this sample is not the one its subscriber holds (already released?)",
             ));
         }
+        let intact = h.sample.as_ref().is_some_and(Sample::is_intact);
         h.lent = false;
         h.sample = None;
         *s = shmcast_sample::EMPTY;
+        if !intact {
+            return Err(Failure::new(
+                SHMCAST_EDEMOTED,
+                "the subscriber was demoted while it held this sample, and the publisher wrote \
+                 over it: what was read from it may belong to a later message",
+            ));
+        }
         Ok(())
     })
 }
@@ -464,8 +493,10 @@ pub unsafe extern "C" fn shmcast_subscriber_recv_copy(
 /// Returns a descriptor (>= 0) owned by the subscriber, or `SHMCAST_EINVAL` if `sub` is `NULL`.
 /// It is readable (`POLLIN`) whenever a receive would not return `SHMCAST_EAGAIN` (a message,
 /// a lag, a demotion, the end of the stream), from the moment `shmcast_subscriber_connect`
-/// returns, with no prior call: poll first or receive first, level- or edge-triggered, one
-/// receive per wakeup or until `SHMCAST_EAGAIN`. Readiness may be spurious (a receive then
+/// returns, with no prior call: poll first or receive first; with `poll()` or level-triggered
+/// epoll, one receive per wakeup or until `SHMCAST_EAGAIN`; with edge-triggered epoll
+/// (`EPOLLET`), until `SHMCAST_EAGAIN`, as for every descriptor: an edge is not repeated while
+/// messages wait. Readiness may be spurious (a receive then
 /// returns `SHMCAST_EAGAIN`). Do not read, write or close it; it closes with
 /// `shmcast_subscriber_destroy`. Never blocks; callable while a sample is held.
 ///

@@ -404,6 +404,20 @@ impl Reader {
         }
     }
 
+    /// Whether a frame handed out in place still holds its message: the writer has reserved
+    /// over none of its bytes. Always so while this reader gates the writer; once it is demoted
+    /// (past the publisher's stall bound) the writer may lap a frame it still holds. Call it
+    /// after reading the frame: the reads are ordered before the check as in `try_copy`'s
+    /// seqlock, so `true` means every byte read was the message's, `false` that some may belong
+    /// to a later one.
+    pub fn frame_intact(&self, frame: &Frame) -> bool {
+        // SYNC(seqlock): as in try_copy, the frame's bytes read through `payload` or
+        // `read_payload` take the place of the racy copy.
+        fence(Ordering::Acquire);
+        let reserved = self.ring.u64_at(hdr::RESERVED).load(Ordering::Relaxed);
+        reserved <= frame.pos.saturating_add(self.cap)
+    }
+
     /// Releases a peeked frame (and everything before it): the writer may reuse its space.
     /// Returns `true` if the writer is waiting for space and must be signalled: once per wait,
     /// however many frames this reader releases while the writer sleeps.

@@ -576,6 +576,26 @@ fn gating_reader_demoted_and_lapped_before_it_attaches_reads_as_lossy() {
 }
 
 #[test]
+fn a_held_frame_stays_intact_until_a_demotion_lets_the_writer_lap_it() {
+    let mut w = ring(256, 96);
+    let mut r = join(&mut w, Mode::Gating, Start::Newest, 0);
+    w.send(&payload(0, 40), |_| {}).unwrap();
+    let held = r.try_peek().unwrap();
+    // Gated: the writer fills the rest of the ring and then waits, the frame untouched.
+    while w.send(&payload(1, 40), |_| {}).is_ok() {}
+    assert!(r.frame_intact(&held));
+    let mut bytes = Vec::new();
+    r.read_payload(&held, &mut bytes);
+    assert_eq!(bytes, payload(0, 40));
+    // Demoted while holding it: the writer laps the frame, and the check says so.
+    let id = w.subscribers().next().unwrap().id;
+    assert!(w.demote(id));
+    w.send(&payload(2, 40), |_| {}).unwrap();
+    w.send(&payload(3, 40), |_| {}).unwrap();
+    assert!(!r.frame_intact(&held));
+}
+
+#[test]
 fn lapping_only_a_padding_frame_is_no_lag_and_not_empty() {
     let mut w = ring(256, 96);
     let mut r = join(&mut w, Mode::Lossy, Start::Newest, 0);

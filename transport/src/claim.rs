@@ -69,6 +69,12 @@ impl Claim {
         &self.path
     }
 
+    /// Gives the socket file up without removing it: it belongs to another process (the one
+    /// this copy was inherited from across `fork`).
+    pub(crate) fn disown(&mut self) {
+        self.id = None;
+    }
+
     /// Removes the socket file if it is still the one this claim created; once.
     pub(crate) fn release(&mut self) {
         if let Some(id) = self.id.take()

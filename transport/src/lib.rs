@@ -27,7 +27,8 @@
 //!   (counted across loans: one that waits, timed ones that give up, async ones dropped in a
 //!   `select!`, tried ones) the next loan demotes the slowest gating subscriber to lossy and
 //!   continues; the demoted subscriber receives [`RecvError::Demoted`] once, then receives as a
-//!   lossy one.
+//!   lossy one. A [`Sample`] it held meanwhile may be written over: [`Sample::is_intact`],
+//!   called after using the bytes, says whether they were all the message's.
 //! * **A subscriber dies or leaves:** its connection hangs up and the publisher removes it at
 //!   once; a publisher waiting on it continues immediately.
 //! * **The publisher ends or dies:** every subscriber first receives everything committed, then
@@ -44,8 +45,9 @@
 //! [`AsRawFd`](std::os::fd::AsRawFd), for `poll`, epoll, mio or tokio's `AsyncFd`. The
 //! descriptor is readable whenever [`Subscriber::try_recv`] would not return
 //! [`RecvError::Empty`] (a message, a lag, a demotion or the end of the stream), from the moment
-//! `connect` returns, with no prior call: wait for it first or receive first, level- or
-//! edge-triggered, one receive per wakeup or until `Empty`. A receive that finds a message makes
+//! `connect` returns, with no prior call: wait for it first or receive first; level-triggered
+//! with one receive per wakeup or until `Empty`, edge-triggered until `Empty` (as epoll asks of
+//! every descriptor: an edge is not repeated while messages wait). A receive that finds a message makes
 //! no syscall. With the cargo feature `tokio`, `shmcast::tokio` builds async
 //! subscribers and publishers on it.
 //!

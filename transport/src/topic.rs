@@ -49,6 +49,9 @@ pub enum TopicError {
     /// Names are made of `A-Z a-z 0-9 . _ -`, at least one, and do not start with `.`; anything
     /// with a `/` is taken as a socket path instead.
     InvalidName(String),
+    /// The topic is a path that names a directory (it ends in `/`, `.` or `..`), not a socket
+    /// in one.
+    NotASocket(PathBuf),
     /// The socket path is longer than a unix socket address holds.
     PathTooLong {
         /// The socket path.
@@ -84,6 +87,13 @@ impl fmt::Display for TopicError {
             TopicError::InvalidName(n) => write!(
                 f,
                 "invalid topic name {n:?}: use A-Z a-z 0-9 . _ - (not starting with '.'), or a path with '/'"
+            ),
+            TopicError::NotASocket(path) => write!(
+                f,
+                "topic path {} names a directory, not a socket: end it with the socket's name \
+                 (for example {})",
+                path.display(),
+                path.join("prices").display()
             ),
             TopicError::PathTooLong { path, len, max } => write!(
                 f,
@@ -248,6 +258,10 @@ pub(crate) fn resolve(
 ) -> Result<Resolved, TopicError> {
     if topic.contains('/') {
         let path = PathBuf::from(topic);
+        // `Path::file_name` passes over a trailing `/` and `.`, which a socket path may not have.
+        if path.file_name().is_none() || topic.ends_with('/') || topic.ends_with("/.") {
+            return Err(TopicError::NotASocket(path));
+        }
         check_len(&path)?;
         return Ok(Resolved {
             path,

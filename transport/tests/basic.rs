@@ -628,3 +628,39 @@ fn the_socket_file_is_gone_before_subscribers_hear_the_end() {
         closer.join().unwrap();
     }
 }
+
+/// A child forked from a process with a publisher may drop its inherited copy (or just exit):
+/// the parent's stream, socket file and subscribers carry on.
+#[test]
+fn a_publisher_dropped_in_a_forked_child_leaves_the_parents_stream_alone() {
+    let fds = FdGuard::new();
+    let t = topic("forked");
+    let mut publisher = Publisher::bind(&t).unwrap();
+    let mut sub = Subscriber::connect(&t).unwrap();
+    publisher.send(b"before").unwrap();
+    let path = publisher.path().to_owned();
+    // SAFETY: the child only drops the publisher, which takes no lock another thread of the
+    // parent could hold at the fork, and leaves with `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(publisher)));
+        // SAFETY: ends the child at once, running nothing of the parent's.
+        unsafe { libc::_exit(if dropped.is_ok() { 0 } else { 1 }) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child's drop failed: status {status:#x}"
+    );
+    assert!(path.exists(), "the child removed the parent's socket file");
+    publisher.send(b"after").unwrap();
+    assert_eq!(&*sub.recv_timeout(T).unwrap(), b"before");
+    assert_eq!(&*sub.recv_timeout(T).unwrap(), b"after");
+    assert!(matches!(sub.try_recv(), Err(RecvError::Empty)));
+    assert!(Subscriber::connect(&t).is_ok(), "the parent still admits");
+    drop((sub, publisher));
+    fds.check();
+}

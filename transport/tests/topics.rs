@@ -419,6 +419,29 @@ fn a_missing_directory_and_other_system_errors_name_the_path() {
         )
     );
     assert!(matches!(err, ConnectError::Socket { path, .. } if path == through));
+    // A path that names a directory, not a socket in it.
+    for topic in ["x/", "/", "x/.", "x/.."]
+        .map(|t| t.to_string())
+        .into_iter()
+        .chain([
+            format!("{}/", dir.display()),
+            format!("{}/.", dir.display()),
+        ])
+    {
+        let err = Publisher::bind(&topic).unwrap_err();
+        assert!(
+            matches!(&err, BindError::Topic(TopicError::NotASocket(p)) if p.as_os_str() == topic.as_str()),
+            "{topic}: {err}"
+        );
+        assert!(
+            err.to_string().contains("names a directory, not a socket"),
+            "{err}"
+        );
+        assert!(matches!(
+            Subscriber::connect(&topic),
+            Err(ConnectError::Topic(TopicError::NotASocket(_)))
+        ));
+    }
     std::fs::remove_dir_all(&dir).unwrap();
     fds.check();
 }

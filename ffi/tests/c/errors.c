@@ -248,8 +248,11 @@ static void one_loan_one_sample(const char *prefix) {
     EXPECT_TRUE(sample.len == 16 && memcmp(sample.data, "0123456789abcdef", 16) == 0);
     EXPECT_TRUE(sample.owner == sub && ((uintptr_t)sample.data) % 16 == 0);
     first_seq = sample.seq;
-    stale = sample;
-    EXPECT(shmcast_subscriber_recv(sub, 0, &stale), SHMCAST_EBUSY);
+    /* A second receive into the held sample itself is refused and leaves it to be released. */
+    EXPECT(shmcast_subscriber_recv(sub, 0, &sample), SHMCAST_EBUSY);
+    EXPECT_TRUE(sample.owner == sub && sample.seq == first_seq && sample.len == 16);
+    EXPECT(shmcast_subscriber_recv_latest(sub, 0, &sample, NULL), SHMCAST_EBUSY);
+    EXPECT_TRUE(sample.owner == sub && sample.seq == first_seq);
     stale = sample;
     EXPECT(shmcast_subscriber_recv_copy(sub, 0, buf, sizeof buf, &len, &seq), SHMCAST_EBUSY);
     EXPECT(shmcast_subscriber_get_stats(sub, &sstats), SHMCAST_EBUSY);
@@ -371,6 +374,46 @@ static void spin_limits(const char *prefix) {
     }
 }
 
+/* A gating subscriber that holds a sample past the publisher's stall bound is demoted, and
+ * the publisher may then write over the sample: its release says so (SHMCAST_EDEMOTED), and
+ * the next receive reports the demotion. A sample released in time says nothing. */
+static void held_past_the_stall_bound(const char *prefix) {
+    shmcast_publisher_options popts;
+    shmcast_publisher *pub = NULL;
+    shmcast_subscriber *sub = NULL;
+    shmcast_sample sample;
+    uint8_t buf[200];
+    int i, rc;
+
+    shmcast_publisher_options_init(&popts);
+    popts.capacity = 1024;
+    popts.max_message = 200;
+    popts.stall_bound_ms = 50;
+    CHECK_OK(shmcast_publisher_create(topic(prefix, "held"), &popts, &pub));
+    CHECK_OK(shmcast_subscriber_connect(topic(prefix, "held"), NULL, &sub));
+    memset(buf, 'a', sizeof buf);
+    CHECK_OK(shmcast_publisher_send(pub, buf, sizeof buf, -1));
+    CHECK_OK(shmcast_subscriber_recv(sub, -1, &sample));
+    CHECK_OK(shmcast_sample_release(&sample));
+
+    CHECK_OK(shmcast_publisher_send(pub, buf, sizeof buf, -1));
+    CHECK_OK(shmcast_subscriber_recv(sub, -1, &sample));
+    EXPECT_TRUE(((const uint8_t *)sample.data)[0] == 'a');
+    /* Fill the ring behind the held sample, wait out the stall bound, and lap the sample. */
+    memset(buf, 'b', sizeof buf);
+    for (i = 0; i < 12; i++) {
+        rc = shmcast_publisher_send(pub, buf, sizeof buf, 2000);
+        EXPECT(rc, SHMCAST_OK);
+    }
+    EXPECT_TRUE(((const uint8_t *)sample.data)[0] == 'b');
+    EXPECT(shmcast_sample_release(&sample), SHMCAST_EDEMOTED);
+    EXPECT_TRUE(strstr(shmcast_last_error_message(), "wrote over") != NULL);
+    EXPECT_TRUE(sample.owner == NULL && sample.data == NULL);
+    EXPECT(shmcast_subscriber_recv(sub, 0, &sample), SHMCAST_EDEMOTED);
+    shmcast_subscriber_destroy(sub);
+    shmcast_publisher_destroy(pub);
+}
+
 /* Destroying handles that still hold a loan or a sample frees everything (valgrind checks). */
 static void destroy_while_busy(const char *prefix) {
     shmcast_publisher *pub = NULL;
@@ -399,6 +442,7 @@ int main(int argc, char **argv) {
     missing_publisher(argv[1]);
     subscriber_limit(argv[1]);
     one_loan_one_sample(argv[1]);
+    held_past_the_stall_bound(argv[1]);
     destroy_while_busy(argv[1]);
     EXPECT_NO_FD_LEAK(fds_at_start);
     printf("errors: %d checks passed\n", checks);

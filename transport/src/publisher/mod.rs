@@ -79,6 +79,8 @@ pub struct Publisher {
     stall: Stall,
     max_message: usize,
     contract: Contract,
+    /// The process that bound it: a copy inherited across `fork` is not the publisher.
+    pid: u32,
 }
 
 impl std::fmt::Debug for Publisher {
@@ -173,6 +175,7 @@ impl Publisher {
             stall: Stall::default(),
             max_message: cfg.max_payload(),
             contract,
+            pid: std::process::id(),
         })
     }
 
@@ -452,6 +455,14 @@ impl Publisher {
 
 impl Drop for Publisher {
     fn drop(&mut self) {
+        if std::process::id() != self.pid {
+            // A copy inherited across `fork`: the stream, the socket file and the handshake
+            // thread are the parent's, which publishes on. Only this process's descriptors
+            // and mappings close; the server thread does not exist here, so it is not joined.
+            self.claim.disown();
+            std::mem::forget(self.server.take());
+            return;
+        }
         // The socket file goes first: a subscriber told the stream ended finds no file left,
         // even if this process dies right after telling it, and a successor may bind at once.
         self.claim.release();

@@ -524,6 +524,11 @@ impl Subscriber {
         unsafe { self.reader.payload(frame) }
     }
 
+    /// Whether an in-place frame still holds its message ([`Sample::is_intact`]).
+    pub(crate) fn intact(&self, frame: &Frame) -> bool {
+        self.reader.frame_intact(frame)
+    }
+
     /// The copy the last lossy receive made.
     pub(crate) fn copied(&self, len: usize) -> &[u8] {
         &self.buf[..len]
@@ -585,8 +590,8 @@ fn map_read(e: ReadError) -> Result<Option<Got>, RecvError> {
 impl AsFd for Subscriber {
     /// Readable whenever a receive would not return [`RecvError::Empty`] (a message, a lag, a
     /// demotion, the end of the stream), from the moment `connect` returns, with no prior call:
-    /// wait for it first or try first, level- or edge-triggered, one receive per wakeup or
-    /// until `Empty`. It may also be readable with nothing to receive (a receive then returns
+    /// wait for it first or try first; level-triggered with one receive per wakeup or until
+    /// `Empty`, edge-triggered until `Empty` (an edge is not repeated while messages wait). It may also be readable with nothing to receive (a receive then returns
     /// `Empty` and the descriptor stops being readable until something arrives).
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.readiness.as_fd()
@@ -634,6 +639,32 @@ impl<'a> Sample<'a> {
     /// The message's sequence number (0 for the publisher's first message).
     pub fn seq(&self) -> u64 {
         self.seq
+    }
+
+    /// Whether every byte read from this sample so far was the message's. Always `true` for a
+    /// lossy subscriber's copy, and for a gating subscriber's view of the ring while the
+    /// publisher gates on it. A gating subscriber demoted while it holds the sample (it stalled
+    /// the publisher past its [stall bound](crate::PublisherBuilder::stall_bound)) no longer
+    /// holds the publisher back, and the publisher may then write a later message over the
+    /// sample: call this after using the bytes, and discard what was made of them if it
+    /// returns `false`. The next receive reports the demotion ([`RecvError::Demoted`]).
+    ///
+    /// ```no_run
+    /// # let mut sub = shmcast::Subscriber::connect("prices")?;
+    /// let sample = sub.recv()?;
+    /// let total: u64 = sample.iter().map(|&b| u64::from(b)).sum();
+    /// if sample.is_intact() {
+    ///     println!("message {}: {total}", sample.seq());
+    /// } else {
+    ///     eprintln!("message {} was overwritten while it was read", sample.seq());
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_intact(&self) -> bool {
+        match &self.frame {
+            Some(frame) => self.sub.intact(frame),
+            None => true,
+        }
     }
 
     /// The payload as a `T`.

@@ -44,21 +44,31 @@ fn watch(fd: RawFd) -> io::Result<AsyncFd<Watched>> {
 ///
 /// Created from a publisher with [`new`](Self::new) (or [`bind`](Self::bind)) inside a tokio
 /// runtime. Everything else of the publisher is at [`get_ref`](Self::get_ref) and
-/// [`get_mut`](Self::get_mut). A [`Loan`] holds the publisher's writer: fill and publish it
-/// before the next `.await` (it is not `Send`).
+/// [`get_mut`](Self::get_mut). A [`Loan`] holds the publisher's writer and is not `Send`:
+/// fill and publish it in a block that ends before the next `.await`. The compiler counts a
+/// loan as alive to the end of its block even after `publish` consumed it, so a spawned task
+/// that awaits after `publish` in the same block does not compile.
 ///
 /// ```no_run
 /// use shmcast::Publisher;
 /// use shmcast::tokio::AsyncPublisher;
+/// use std::time::Duration;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let mut publisher = AsyncPublisher::new(Publisher::builder("ticks").capacity(1 << 20).bind()?)?;
-/// publisher.wait_for_subscribers(1).await;
-/// for i in 0u64..1000 {
-///     let mut loan = publisher.loan(8).await?;
-///     loan.copy_from_slice(&i.to_le_bytes());
-///     loan.publish();
-/// }
+/// let task = tokio::spawn(async move {
+///     publisher.wait_for_subscribers(1).await;
+///     for i in 0u64..1000 {
+///         {
+///             let mut loan = publisher.loan(8).await?;
+///             loan.copy_from_slice(&i.to_le_bytes());
+///             loan.publish();
+///         }
+///         tokio::time::sleep(Duration::from_millis(1)).await;
+///     }
+///     Ok::<_, shmcast::LoanError>(())
+/// });
+/// task.await??;
 /// # Ok(())
 /// # }
 /// ```

@@ -77,6 +77,15 @@ impl AsyncSubscriber {
     ///
     /// A message already waiting is returned without a syscall or a trip through the reactor.
     ///
+    /// A gating sample holds the publisher back for as long as it lives. Do not keep it across
+    /// a long `.await` (a write to a slow socket, say): copy what you need and drop it. Held
+    /// past the publisher's stall bound, it no longer holds anything back, and the publisher
+    /// may write over it; [`Sample::is_intact`] tells whether it did.
+    ///
+    /// In `tokio::select!` the sample's borrow of the subscriber lasts through every branch,
+    /// so the other branches cannot use the subscriber; [`recv_timeout`](Self::recv_timeout)
+    /// covers the usual "nothing for a while" branch without one.
+    ///
     /// # Cancel safety
     ///
     /// Cancel safe: a message is taken only in the poll that returns it, so dropping the future
