@@ -2,17 +2,18 @@
 //! `Stream`) receiving a publisher process's gating stream, every message checked in order, then
 //! the end; an async publisher process under gating backpressure; a hundred subscribers in one
 //! current-thread runtime; the multi-thread runtime; a late connect that awaits its publisher;
-//! a stalled runtime, which delays the publisher only by its stall bound.
+//! a stalled runtime, which delays the publisher only by its stall bound; the stream's end on
+//! an error it cannot go on from, and the subscriber taken back out of it.
 
 mod common;
 
 use common::FdGuard;
 use common::child::{Proc, WATCHDOG, spawn};
 use common::message::{message, verify};
+use futures_util::StreamExt;
 use shmcast::tokio::{AsyncPublisher, AsyncSubscriber, Message};
 use shmcast::{ConnectError, Mode, Publisher, RecvError};
 use std::time::{Duration, Instant};
-use tokio_stream_shim::next;
 
 /// Ring and messages: a few dozen frames fit, so the publisher waits for space often.
 const CAPACITY: u64 = 8192;
@@ -27,16 +28,6 @@ const PUBLISH_BOUND: Duration = Duration::from_secs(5);
 
 fn topic(name: &str) -> String {
     format!("tokio-{}-{name}", std::process::id())
-}
-
-/// `StreamExt::next` without a dependency: a future of the stream's next item.
-mod tokio_stream_shim {
-    use futures_core::Stream;
-    use std::pin::Pin;
-
-    pub async fn next<S: Stream + Unpin>(s: &mut S) -> Option<S::Item> {
-        std::future::poll_fn(|cx| Pin::new(&mut *s).poll_next(cx)).await
-    }
 }
 
 /// The child side. Runs only when re-executed in a role by `common::child::spawn`.
@@ -232,7 +223,7 @@ async fn stream_all(sub: AsyncSubscriber) -> u64 {
 }
 
 async fn next_item(s: &mut shmcast::tokio::Messages) -> Option<Result<Message, RecvError>> {
-    next(s).await
+    s.next().await
 }
 
 /// The descriptor guard, taken once tokio's process-wide descriptors exist: the first runtime
@@ -427,4 +418,37 @@ fn a_stalled_runtime_delays_the_publisher_only_by_its_stall_bound() {
     assert!(summary.contains(&format!("next={count}")), "{summary}");
     drop(rt);
     fds.check();
+}
+
+/// The stream goes on after a lag or a demotion, ends (for good) after an error it cannot go
+/// on from, and gives its subscriber back.
+#[test]
+fn the_stream_ends_after_a_final_error_and_gives_its_subscriber_back() {
+    use common::abi::ctl;
+    use common::fake_publisher::hostile;
+    use common::image::Image;
+    use futures_core::FusedStream;
+    use shmcast_core::layout::{STATE_ACTIVE, STATE_EVICTED};
+
+    drop(current_thread()); // tokio's process-wide descriptors, before the scene's guard
+    hostile("tokio-stream-end", |scene| {
+        let rt = current_thread();
+        let mut image = Image::new(Mode::Gating);
+        image.publish(3);
+        let (sub, _conn) = scene.connected(&image, Mode::Gating);
+        rt.block_on(async {
+            let mut stream = AsyncSubscriber::new(sub).unwrap().into_stream();
+            assert_eq!(stream.next().await.unwrap().unwrap().seq(), 0);
+            // Back to in-place receives, then a stream again.
+            let mut sub = stream.into_inner();
+            assert_eq!(sub.recv().await.unwrap().seq(), 1);
+            let mut stream = sub.into_stream();
+            image.cb.store32(ctl::STATE, STATE_EVICTED);
+            assert!(matches!(stream.next().await, Some(Err(RecvError::Evicted))));
+            assert!(stream.is_terminated());
+            image.cb.store32(ctl::STATE, STATE_ACTIVE);
+            assert!(stream.next().await.is_none(), "ended for good");
+        });
+        drop(rt);
+    });
 }

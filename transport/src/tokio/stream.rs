@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use ::tokio::io::unix::AsyncFd;
-use futures_core::Stream;
+use futures_core::{FusedStream, Stream};
 
 use crate::error::RecvError;
 use crate::subscriber::{Sample, Subscriber};
@@ -49,7 +49,25 @@ impl Deref for Message {
 ///
 /// Yields `Ok(message)` in order, `Err(RecvError::Lagged(n))` and `Err(RecvError::Demoted)` as
 /// they happen (the stream goes on after them), and ends (`None`) at the end of the stream.
-/// Any other error is yielded, and the stream may be polled again.
+/// Any other error (`Corrupt`, `Evicted`, `Io`) is yielded once and ends the stream too, so a
+/// loop that logs errors and goes on still ends. It is a
+/// [`FusedStream`](futures_core::FusedStream): `None` for good once ended.
+///
+/// ```no_run
+/// use futures_util::StreamExt;
+/// use shmcast::tokio::AsyncSubscriber;
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut messages = AsyncSubscriber::connect("ticks").await?.into_stream();
+/// while let Some(got) = messages.next().await {
+///     match got {
+///         Ok(m) => println!("#{}: {} bytes", m.seq(), m.len()),
+///         Err(e) => eprintln!("{e}"),
+///     }
+/// }
+/// # Ok(())
+/// # }
+/// ```
 ///
 /// Cancel safety: a message is taken only in the poll that yields it, so dropping a `next()`
 /// future loses nothing.
@@ -68,6 +86,17 @@ impl Messages {
     pub fn get_ref(&self) -> &Subscriber {
         self.fd.get_ref()
     }
+
+    /// The async subscriber again, to receive in place or the newest message from here on.
+    pub fn into_inner(self) -> super::AsyncSubscriber {
+        super::AsyncSubscriber::from_fd(self.fd)
+    }
+}
+
+impl FusedStream for Messages {
+    fn is_terminated(&self) -> bool {
+        self.ended
+    }
 }
 
 impl Stream for Messages {
@@ -81,7 +110,10 @@ impl Stream for Messages {
         loop {
             let mut ready = match this.fd.poll_read_ready_mut(cx) {
                 Poll::Ready(Ok(ready)) => ready,
-                Poll::Ready(Err(e)) => return Poll::Ready(Some(Err(RecvError::Io(e)))),
+                Poll::Ready(Err(e)) => {
+                    this.ended = true;
+                    return Poll::Ready(Some(Err(RecvError::Io(e))));
+                }
                 Poll::Pending => return Poll::Pending,
             };
             let got = match ready.get_inner_mut().try_recv() {
@@ -96,7 +128,13 @@ impl Stream for Messages {
                     this.ended = true;
                     return Poll::Ready(None);
                 }
-                Err(e) => return Poll::Ready(Some(Err(e))),
+                Err(e @ (RecvError::Lagged(_) | RecvError::Demoted)) => {
+                    return Poll::Ready(Some(Err(e)));
+                }
+                Err(e) => {
+                    this.ended = true;
+                    return Poll::Ready(Some(Err(e)));
+                }
             }
         }
     }

@@ -113,6 +113,12 @@ impl AsyncSubscriber {
         self.fd.get_mut().try_recv()
     }
 
+    /// The subscriber of an ended [`Messages`] stream, or of one given back by
+    /// [`Messages::into_inner`].
+    pub(super) fn from_fd(fd: AsyncFd<Subscriber>) -> AsyncSubscriber {
+        AsyncSubscriber { fd }
+    }
+
     /// Owned messages as a [`Stream`](futures_core::Stream), for those who want one: each
     /// message is copied out of the ring (use [`recv`](Self::recv) to read in place).
     pub fn into_stream(self) -> Messages {
