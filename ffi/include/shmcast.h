@@ -527,7 +527,8 @@ typedef struct shmcast_publisher_stats {
      */
     uint64_t admitted;
     /**
-     * Connections refused (policy, protocol, overload, timeout).
+     * Subscriber connections refused (policy, protocol, overload, timeout, a contract that
+     * does not meet the subscriber's expectation); refused introspection requests are not.
      */
     uint64_t refused;
     /**
@@ -1022,7 +1023,7 @@ int shmcast_publisher_wait_for_subscribers(struct shmcast_publisher *pub, size_t
  * names the socket path looked for and why that directory), `SHMCAST_EREFUSED`,
  * `SHMCAST_ETIMEDOUT` (handshake), `SHMCAST_EPROTOCOL`, `SHMCAST_ECONTRACT` (the topic's
  * contract does not meet the `expect_*` options; the error message names both, and the
- * publisher saw the subscriber leave), `SHMCAST_EIO`. Thread-safe.
+ * publisher refused the subscriber before admitting it), `SHMCAST_EIO`. Thread-safe.
  *
  * # Safety
  *

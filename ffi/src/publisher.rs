@@ -91,7 +91,8 @@ pub struct shmcast_publisher_stats {
     pub demotions: u64,
     /// Subscribers admitted so far.
     pub admitted: u64,
-    /// Connections refused (policy, protocol, overload, timeout).
+    /// Subscriber connections refused (policy, protocol, overload, timeout, a contract that
+    /// does not meet the subscriber's expectation); refused introspection requests are not.
     pub refused: u64,
     /// Subscribers that left or died.
     pub departed: u64,

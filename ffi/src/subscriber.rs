@@ -195,7 +195,7 @@ unsafe fn handle<'a>(ptr: *mut shmcast_subscriber) -> Result<&'a mut shmcast_sub
 /// names the socket path looked for and why that directory), `SHMCAST_EREFUSED`,
 /// `SHMCAST_ETIMEDOUT` (handshake), `SHMCAST_EPROTOCOL`, `SHMCAST_ECONTRACT` (the topic's
 /// contract does not meet the `expect_*` options; the error message names both, and the
-/// publisher saw the subscriber leave), `SHMCAST_EIO`. Thread-safe.
+/// publisher refused the subscriber before admitting it), `SHMCAST_EIO`. Thread-safe.
 ///
 /// # Safety
 ///

@@ -119,7 +119,7 @@ pub(crate) struct Welcome {
 /// Sends `hello` on `sock` and receives the publisher's reply, waiting at most `timeout`.
 pub(crate) fn exchange(
     sock: &OwnedFd,
-    hello: Hello,
+    hello: &Hello,
     timeout: Duration,
 ) -> Result<Welcome, ConnectError> {
     // A publisher that refuses us at once (credentials, overload) may already have closed the
@@ -154,6 +154,11 @@ pub(crate) fn exchange(
         Reply::Refuse { code, text } => Err(ConnectError::Refused {
             code: handshake::refuse_reason(code),
             reason: text,
+        }),
+        // Refused before admission: the publisher's contract does not meet our expectation.
+        Reply::Mismatch { offered, .. } => Err(ConnectError::ContractMismatch {
+            expected: hello.expect.clone(),
+            offered,
         }),
         Reply::Welcome {
             flags,

@@ -1,11 +1,16 @@
 //! The control messages on the topic socket: small, versioned, length-checked records.
 //!
 //! ```text
-//! subscriber -> publisher  HELLO    magic "SHMC" | version u16 | kind 1 | mode u8 | start u8 | 6 zero bytes
+//! subscriber -> publisher  HELLO    magic "SHMC" | version u16 | kind 1 | mode u8 | start u8
+//!                                   | flags u16 | 4 zero bytes
+//!                                   [+ with flag EXPECTS: what u8 | message u8 | name_len u16
+//!                                   | a u32 | b u32 | at_least u64 | name]
 //! publisher -> subscriber  WELCOME  magic | version | kind 2 | flags u32 | ring_len u64 | cb_len u64
 //!                                   | message u8 | 1 zero byte | name_len u16 | a u32 | b u32 | name
 //!                                   + 2 descriptors: ring (read-only), control block
 //! publisher -> subscriber  REFUSE   magic | version | kind 3 | code u16 | text_len u16 | text
+//!                                   [+ for code 6, contract: message u8 | 1 zero byte
+//!                                   | name_len u16 | a u32 | b u32 | max_message u64 | name]
 //! client -> publisher      INSPECT  magic | version | kind 4 | 8 zero bytes
 //! publisher -> client      INFO     magic | version | kind 5 | the topic's snapshot
 //!                                   (`introspect`: no descriptors; the connection then closes)
@@ -24,6 +29,15 @@
 //! [`MAX_CONTRACT_NAME`](crate::MAX_CONTRACT_NAME), UTF-8 without control characters. A WELCOME is
 //! therefore 40 to 168 bytes, and every byte of it is checked.
 //!
+//! A HELLO states what the subscriber expects of the topic's contract, if anything
+//! ([`Expectation`]): its `flags` hold `HELLO_EXPECTS` (1) and the record follows. `what` has
+//! bit 0 for a message type (`message`, `a`, `b` and `name` as in the WELCOME; all zero
+//! otherwise) and bit 1 for a least maximum message size (`at_least`; zero otherwise), at least
+//! one of them. A publisher whose contract does not meet the expectation refuses before it
+//! admits anything, with code 6, whose record after the text is its contract, so the
+//! subscriber can name both sides; nobody waiting for subscribers counts the refused one. The
+//! subscriber checks the WELCOME's contract all the same.
+//!
 //! The WELCOME's `flags` hold one bit: `FLAG_IMPORTED` (1), the publisher republishes
 //! messages imported from elsewhere ([`PublisherBuilder::imported`](crate::PublisherBuilder::imported));
 //! every other bit is 0.
@@ -41,7 +55,7 @@
 //! older peer of the same version reads, and an older peer refuses one that sets a bit as an
 //! invalid `flags` field, never misreading it.
 
-use crate::contract::{self, MessageType};
+use crate::contract::{self, Contract, Expectation, MessageType};
 use shmcast_core::{Mode, Start};
 use std::fmt;
 
@@ -53,6 +67,17 @@ pub(crate) const VERSION: u16 = 3;
 const REFUSE_COMPATIBLE: [u16; 1] = [2];
 /// The WELCOME flag of a publisher that republishes messages imported from elsewhere.
 pub(crate) const FLAG_IMPORTED: u32 = 1;
+/// The HELLO flag of a request that states an expectation of the contract.
+const HELLO_EXPECTS: u16 = 1;
+/// The expectation record's `what` bits.
+const EXPECTS_MESSAGE: u8 = 1;
+const EXPECTS_AT_LEAST: u8 = 2;
+/// A HELLO with an expectation, without its name.
+const HELLO_EXPECT_FIXED: usize = HELLO_LEN + 20;
+/// The contract record of a contract refusal, without its name.
+const CONTRACT_RECORD_FIXED: usize = 20;
+/// The refusal code of a contract that does not meet the subscriber's expectation.
+const CODE_CONTRACT: u16 = 6;
 const KIND_HELLO: u16 = 1;
 const KIND_INSPECT: u16 = 4;
 pub(crate) const KIND_INFO: u16 = 5;
@@ -69,6 +94,8 @@ const MESSAGE_SCHEMA: u8 = 1;
 const MESSAGE_POD: u8 = 2;
 const REFUSE_MAX_TEXT: usize = MAX_PACKET - 12;
 const _: () = assert!(WELCOME_FIXED + contract::MAX_CONTRACT_NAME <= MAX_PACKET);
+const _: () = assert!(HELLO_EXPECT_FIXED + contract::MAX_CONTRACT_NAME <= MAX_PACKET);
+const _: () = assert!(12 + CONTRACT_RECORD_FIXED + contract::MAX_CONTRACT_NAME < MAX_PACKET);
 /// Descriptors a WELCOME carries.
 pub(crate) const WELCOME_FDS: usize = 2;
 
@@ -87,6 +114,9 @@ pub enum RefuseReason {
     Busy,
     /// The publisher failed to set up our shared memory.
     Internal,
+    /// The topic's contract does not meet what the subscriber expects (a subscriber reports
+    /// it as [`ConnectError::ContractMismatch`](crate::ConnectError::ContractMismatch)).
+    Contract,
     /// The publisher closed the connection before saying why (it refused before reading our
     /// request, as it does when the policy or the subscriber limit rules us out at once).
     Unstated,
@@ -112,6 +142,7 @@ impl fmt::Display for RefuseReason {
             RefuseReason::BadRequest => f.write_str("bad request"),
             RefuseReason::Busy => f.write_str("busy"),
             RefuseReason::Internal => f.write_str("internal error"),
+            RefuseReason::Contract => f.write_str("topic contract mismatch"),
             RefuseReason::Unstated => f.write_str("no reason given"),
             RefuseReason::Other(code) => write!(f, "code {code}"),
         }
@@ -157,6 +188,7 @@ pub(crate) fn refuse_code(reason: RefuseReason) -> u16 {
         RefuseReason::BadRequest => 3,
         RefuseReason::Busy => 4,
         RefuseReason::Internal => 5,
+        RefuseReason::Contract => CODE_CONTRACT,
         RefuseReason::Unstated => 0,
         RefuseReason::Other(code) => code,
     }
@@ -170,6 +202,7 @@ pub(crate) fn refuse_reason(code: u16) -> RefuseReason {
         3 => RefuseReason::BadRequest,
         4 => RefuseReason::Busy,
         5 => RefuseReason::Internal,
+        CODE_CONTRACT => RefuseReason::Contract,
         other => RefuseReason::Other(other),
     }
 }
@@ -204,6 +237,10 @@ fn u64_at(p: &[u8], at: usize) -> u64 {
     let mut b = [0; 8];
     b.copy_from_slice(&p[at..at + 8]);
     u64::from_le_bytes(b)
+}
+
+fn u16_at(p: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([p[at], p[at + 1]])
 }
 
 fn u32_at(p: &[u8], at: usize) -> u32 {
@@ -283,15 +320,17 @@ pub(crate) fn message_type(
 }
 
 /// A subscriber's request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Hello {
     pub mode: Mode,
     pub start: Start,
+    /// What the subscriber expects of the topic's contract (the default: nothing).
+    pub expect: Expectation,
 }
 
 impl Hello {
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HELLO_LEN);
+        let mut out = Vec::with_capacity(MAX_PACKET);
         header(KIND_HELLO, &mut out);
         out.push(match self.mode {
             Mode::Gating => 1,
@@ -301,7 +340,27 @@ impl Hello {
             Start::Newest => 0,
             Start::Oldest => 1,
         });
+        if self.expect.is_empty() {
+            out.resize(HELLO_LEN, 0);
+            return out;
+        }
+        out.extend_from_slice(&HELLO_EXPECTS.to_le_bytes());
         out.resize(HELLO_LEN, 0);
+        let (what, (message, a, b, name)) = match &self.expect.message {
+            Some(m) => (EXPECTS_MESSAGE, message_fields(m)),
+            None => (0, (0, 0, 0, "")),
+        };
+        let (what, at_least) = match self.expect.max_message_at_least {
+            Some(n) => (what | EXPECTS_AT_LEAST, n as u64),
+            None => (what, 0),
+        };
+        out.extend_from_slice(&[what, message]);
+        // An expected name is at most MAX_CONTRACT_NAME bytes (validated before connecting).
+        out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        out.extend_from_slice(&a.to_le_bytes());
+        out.extend_from_slice(&b.to_le_bytes());
+        out.extend_from_slice(&at_least.to_le_bytes());
+        out.extend_from_slice(name.as_bytes());
         out
     }
 
@@ -310,7 +369,7 @@ impl Hello {
         if kind != KIND_HELLO {
             return Err(DecodeError::Kind(kind));
         }
-        if p.len() != HELLO_LEN {
+        if p.len() < HELLO_LEN {
             return Err(DecodeError::Length(p.len()));
         }
         let mode = match p[8] {
@@ -323,15 +382,61 @@ impl Hello {
             1 => Start::Oldest,
             _ => return Err(DecodeError::Field("start")),
         };
-        if p[10..].iter().any(|&b| b != 0) {
+        let flags = u16_at(p, 10);
+        if flags & !HELLO_EXPECTS != 0 {
+            return Err(DecodeError::Field("flags"));
+        }
+        if p[12..HELLO_LEN].iter().any(|&b| b != 0) {
             return Err(DecodeError::Field("reserved"));
         }
-        Ok(Hello { mode, start })
+        let expect = if flags & HELLO_EXPECTS == 0 {
+            if p.len() != HELLO_LEN {
+                return Err(DecodeError::Length(p.len()));
+            }
+            Expectation::default()
+        } else {
+            decode_expectation(p)?
+        };
+        Ok(Hello {
+            mode,
+            start,
+            expect,
+        })
     }
 }
 
+/// Decodes a HELLO's expectation record (bytes 16.. of a HELLO whose flags announce it).
+fn decode_expectation(p: &[u8]) -> Result<Expectation, DecodeError> {
+    if p.len() < HELLO_EXPECT_FIXED {
+        return Err(DecodeError::Length(p.len()));
+    }
+    let r = &p[HELLO_LEN..];
+    let (what, message, name_len) = (r[0], r[1], u16_at(r, 2) as usize);
+    let (a, b, at_least) = (u32_at(r, 4), u32_at(r, 8), u64_at(r, 12));
+    if p.len() != HELLO_EXPECT_FIXED + name_len {
+        return Err(DecodeError::Length(p.len()));
+    }
+    if what == 0 || what & !(EXPECTS_MESSAGE | EXPECTS_AT_LEAST) != 0 {
+        return Err(DecodeError::Field("what"));
+    }
+    let mut expect = Expectation::default();
+    if what & EXPECTS_MESSAGE != 0 {
+        let name = &p[HELLO_EXPECT_FIXED..];
+        expect.message = Some(message_type(message, a, b, name)?);
+    } else if message != 0 || name_len != 0 || a != 0 || b != 0 {
+        return Err(DecodeError::Field("reserved"));
+    }
+    if what & EXPECTS_AT_LEAST != 0 {
+        let n = usize::try_from(at_least).map_err(|_| DecodeError::Field("at_least"))?;
+        expect.max_message_at_least = Some(n);
+    } else if at_least != 0 {
+        return Err(DecodeError::Field("reserved"));
+    }
+    Ok(expect)
+}
+
 /// What a client asks of the publisher: to subscribe, or to see the topic's state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Request {
     Hello(Hello),
     Inspect,
@@ -376,6 +481,12 @@ pub(crate) enum Reply {
         code: u16,
         text: String,
     },
+    /// A refusal for a contract that does not meet the subscriber's expectation (code 6):
+    /// `text` for people, then the contract itself.
+    Mismatch {
+        text: String,
+        offered: Contract,
+    },
 }
 
 impl Reply {
@@ -413,16 +524,32 @@ impl Reply {
                     VERSION
                 };
                 header_as(version, KIND_REFUSE, &mut out);
-                let mut end = text.len().min(REFUSE_MAX_TEXT);
-                while !text.is_char_boundary(end) {
-                    end -= 1;
-                }
                 out.extend_from_slice(&code.to_le_bytes());
-                out.extend_from_slice(&(end as u16).to_le_bytes());
-                out.extend_from_slice(&text.as_bytes()[..end]);
+                push_text(text, REFUSE_MAX_TEXT, &mut out);
+            }
+            Reply::Mismatch { text, offered } => {
+                let (message, a, b, name) = message_fields(&offered.message);
+                header(KIND_REFUSE, &mut out);
+                out.extend_from_slice(&CODE_CONTRACT.to_le_bytes());
+                let room = REFUSE_MAX_TEXT - CONTRACT_RECORD_FIXED - name.len();
+                push_text(text, room, &mut out);
+                out.extend_from_slice(&[message, 0]);
+                out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+                out.extend_from_slice(&a.to_le_bytes());
+                out.extend_from_slice(&b.to_le_bytes());
+                out.extend_from_slice(&(offered.max_message as u64).to_le_bytes());
+                out.extend_from_slice(name.as_bytes());
             }
         }
         out
+    }
+
+    /// The refusal of a subscriber whose expectation `offered` does not meet.
+    pub(crate) fn mismatch(expected: &Expectation, offered: &Contract) -> Reply {
+        Reply::Mismatch {
+            text: format!("the topic carries {offered}; this subscriber expects {expected}"),
+            offered: offered.clone(),
+        }
     }
 
     pub(crate) fn refuse(reason: RefuseReason, text: impl Into<String>) -> Reply {
@@ -468,8 +595,11 @@ impl Reply {
                 if p.len() < 12 {
                     return Err(DecodeError::Length(p.len()));
                 }
-                let code = u16::from_le_bytes([p[8], p[9]]);
-                let len = u16::from_le_bytes([p[10], p[11]]) as usize;
+                let code = u16_at(p, 8);
+                let len = u16_at(p, 10) as usize;
+                if code == CODE_CONTRACT {
+                    return decode_mismatch(p, len);
+                }
                 if p.len() != 12 + len {
                     return Err(DecodeError::Length(p.len()));
                 }
@@ -483,6 +613,42 @@ impl Reply {
     }
 }
 
+/// Appends `text`'s length and its first bytes, at most `max` and whole characters.
+fn push_text(text: &str, max: usize, out: &mut Vec<u8>) {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    out.extend_from_slice(&(end as u16).to_le_bytes());
+    out.extend_from_slice(&text.as_bytes()[..end]);
+}
+
+/// Decodes a contract refusal whose text is `len` bytes: the text (UTF-8, as long as the
+/// encoder leaves room for) and the contract record after it, every field checked.
+fn decode_mismatch(p: &[u8], len: usize) -> Result<Reply, DecodeError> {
+    let record = 12 + len;
+    if p.len() < record + CONTRACT_RECORD_FIXED {
+        return Err(DecodeError::Length(p.len()));
+    }
+    let r = &p[record..];
+    let name_len = u16_at(r, 2) as usize;
+    if p.len() != record + CONTRACT_RECORD_FIXED + name_len || p.len() > MAX_PACKET {
+        return Err(DecodeError::Length(p.len()));
+    }
+    let text = std::str::from_utf8(&p[12..record]).map_err(|_| DecodeError::Field("text"))?;
+    if r[1] != 0 {
+        return Err(DecodeError::Field("reserved"));
+    }
+    let name = &r[CONTRACT_RECORD_FIXED..];
+    let message = message_type(r[0], u32_at(r, 4), u32_at(r, 8), name)?;
+    let max_message =
+        usize::try_from(u64_at(r, 12)).map_err(|_| DecodeError::Field("max_message"))?;
+    Ok(Reply::Mismatch {
+        text: text.to_owned(),
+        offered: Contract::new(message, max_message),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -491,8 +657,21 @@ mod tests {
     fn round_trips() {
         for mode in [Mode::Gating, Mode::Lossy] {
             for start in [Start::Newest, Start::Oldest] {
-                let h = Hello { mode, start };
+                let h = Hello {
+                    mode,
+                    start,
+                    expect: Expectation::default(),
+                };
+                assert_eq!(h.encode().len(), HELLO_LEN);
                 assert_eq!(Hello::decode(&h.encode()), Ok(h));
+                for expect in expectations() {
+                    let h = Hello {
+                        mode,
+                        start,
+                        expect,
+                    };
+                    assert_eq!(Hello::decode(&h.encode()), Ok(h));
+                }
             }
         }
         let w = Reply::Welcome {
@@ -534,6 +713,22 @@ mod tests {
             };
             assert_eq!(Reply::decode(&w.encode()), Ok(w));
         }
+        for message in [
+            MessageType::Bytes,
+            MessageType::schema("app.Tick", 7),
+            MessageType::pod_named::<u8>("x".repeat(contract::MAX_CONTRACT_NAME)),
+        ] {
+            let offered = Contract::new(message, 1 << 20);
+            let m = Reply::mismatch(&expectations()[2], &offered);
+            let bytes = m.encode();
+            assert!(bytes.len() <= MAX_PACKET);
+            let Ok(Reply::Mismatch { offered: got, text }) = Reply::decode(&bytes) else {
+                panic!("{bytes:?}")
+            };
+            assert_eq!(got, offered);
+            assert!(text.starts_with("the topic carries"), "{text}");
+            assert_eq!(Reply::decode(&bytes).unwrap().encode(), bytes);
+        }
         let r = Reply::refuse(RefuseReason::PermissionDenied, "é".repeat(300));
         let Ok(Reply::Refuse { code: 1, text }) = Reply::decode(&r.encode()) else {
             panic!()
@@ -541,26 +736,56 @@ mod tests {
         assert!(text.len() <= REFUSE_MAX_TEXT && text.chars().all(|c| c == 'é'));
     }
 
+    /// Expectations of every shape: a type, a size, both.
+    fn expectations() -> Vec<Expectation> {
+        let mut out = Vec::new();
+        for (message, at_least) in [
+            (Some(MessageType::pod_named::<[u64; 2]>("Tick")), None),
+            (None, Some(4096)),
+            (
+                Some(MessageType::schema("é".repeat(64), 3)),
+                Some(usize::MAX),
+            ),
+            (Some(MessageType::Bytes), Some(0)),
+        ] {
+            out.push(Expectation {
+                message,
+                max_message_at_least: at_least,
+            });
+        }
+        out
+    }
+
     #[test]
     fn rejects_every_truncation_and_bit_flip() {
-        let good = Hello {
+        let plain = Hello {
             mode: Mode::Lossy,
             start: Start::Oldest,
-        }
-        .encode();
-        for len in 0..good.len() {
-            assert!(Hello::decode(&good[..len]).is_err());
-        }
-        for byte in 0..good.len() {
-            for bit in 0..8 {
-                let mut p = good.clone();
-                p[byte] ^= 1 << bit;
-                // A flip may turn one valid request into another, never into a panic.
-                if let Ok(h) = Hello::decode(&p) {
-                    assert!(byte == 8 || byte == 9, "{h:?}");
+            expect: Expectation::default(),
+        };
+        let mut expecting = plain.clone();
+        expecting.expect = expectations().remove(2);
+        for good in [plain.encode(), expecting.encode()] {
+            for len in 0..good.len() {
+                assert!(Hello::decode(&good[..len]).is_err());
+            }
+            let mut longer = good.clone();
+            longer.push(0);
+            assert!(Hello::decode(&longer).is_err());
+            for byte in 0..good.len() {
+                for bit in 0..8 {
+                    let mut p = good.clone();
+                    p[byte] ^= 1 << bit;
+                    // A flip may turn one valid request into another (its mode, start, or
+                    // an expected number), never into a panic.
+                    if let Ok(h) = Hello::decode(&p) {
+                        assert!(byte == 8 || byte == 9 || byte >= HELLO_LEN, "{h:?}");
+                        assert_eq!(h.encode(), p);
+                    }
                 }
             }
         }
+        let good = plain.encode();
         let mut other_version = good.clone();
         other_version[4] = 9;
         assert_eq!(Hello::decode(&other_version), Err(DecodeError::Version(9)));
@@ -585,6 +810,7 @@ mod tests {
         let hello = Hello {
             mode: Mode::Gating,
             start: Start::Newest,
+            expect: Expectation::default(),
         };
         assert_eq!(Request::decode(&hello.encode()), Ok(Request::Hello(hello)));
     }
@@ -594,6 +820,7 @@ mod tests {
         let mut old = Hello {
             mode: Mode::Gating,
             start: Start::Newest,
+            expect: Expectation::default(),
         }
         .encode();
         for (version, answered_in) in [(2, 2), (1, VERSION), (9, VERSION)] {

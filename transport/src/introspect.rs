@@ -82,7 +82,7 @@ pub struct TopicCounters {
     pub demotions: u64,
     /// Subscribers admitted so far.
     pub admitted: u64,
-    /// Connections refused.
+    /// Subscriber connections refused (not introspection requests).
     pub refused: u64,
     /// Subscribers that left or died.
     pub departed: u64,

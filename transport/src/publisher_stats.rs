@@ -19,7 +19,9 @@ pub struct PublisherStats {
     pub early_wraps: u64,
     /// Subscribers admitted so far.
     pub admitted: u64,
-    /// Connections refused (policy, protocol, overload, timeout).
+    /// Subscriber connections refused (policy, protocol, overload, timeout, a contract that
+    /// does not meet the subscriber's expectation). Introspection requests refused as too
+    /// frequent are not counted.
     pub refused: u64,
     /// Subscribers that left or died.
     pub departed: u64,

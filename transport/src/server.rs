@@ -14,11 +14,12 @@
 //! * A hang-up removes the subscriber and signals a publisher waiting for space.
 //! * A client that sends INSPECT instead of HELLO gets the topic's snapshot (see
 //!   `introspect_serve`: bounded in size and rate, no descriptor) and its connection is closed.
-//! * The WELCOME declares the topic's message type; a subscriber that expected another one
-//!   leaves at once, which is handled as any hang-up (the publisher counts it as admitted, then
-//!   departed).
+//! * A HELLO whose expectation the topic's contract does not meet is refused before anything
+//!   is admitted (counted as refused). The WELCOME declares the topic's message type; a
+//!   subscriber that finds it does not meet its expectation all the same (a publisher that
+//!   ignored it) leaves at once, handled as any hang-up.
 
-use crate::contract::MessageType;
+use crate::contract::Contract;
 use crate::events;
 use crate::handshake::{self, Hello, RefuseReason, Reply, Request};
 use crate::introspect_serve::{self, AnswerBudget};
@@ -63,8 +64,9 @@ struct Server {
     shutdown: Arc<OwnedFd>,
     conns: HashMap<u64, Conn>,
     next_token: u64,
-    /// What the topic carries, as every WELCOME declares it.
-    message: MessageType,
+    /// What the topic carries, as every WELCOME declares it, and its maximum message: what a
+    /// subscriber's expectation is held against.
+    contract: Contract,
     /// When the topic started being served, for the snapshots' uptime.
     started: Instant,
     /// How many more snapshots this second allows.
@@ -77,7 +79,7 @@ pub(crate) fn spawn(
     listener: OwnedFd,
     shared: Arc<Shared>,
     shutdown: Arc<OwnedFd>,
-    message: MessageType,
+    contract: Contract,
 ) -> io::Result<JoinHandle<()>> {
     sys::net::set_nonblocking(listener.as_fd(), true)?;
     let epoll = sys::event::epoll_create()?;
@@ -90,7 +92,7 @@ pub(crate) fn spawn(
         shutdown,
         conns: HashMap::new(),
         next_token: FIRST_CONN,
-        message,
+        contract,
         started: Instant::now(),
         answers: AnswerBudget::new(Instant::now()),
     };
@@ -227,8 +229,11 @@ impl Server {
             (State::Handshake { .. }, Ok(n)) => {
                 let conn = self.conns.remove(&token).expect("present");
                 match Request::decode(&buf[..n]) {
+                    Ok(Request::Hello(hello)) if !hello.expect.is_met_by(&self.contract) => {
+                        self.refuse_mismatch(&conn.sock, &hello);
+                    }
                     Ok(Request::Hello(hello)) => {
-                        if let Some(id) = self.admit(token, &conn.sock, hello) {
+                        if let Some(id) = self.admit(token, &conn.sock, &hello) {
                             self.conns.insert(
                                 token,
                                 Conn {
@@ -267,7 +272,24 @@ impl Server {
         }
     }
 
-    fn admit(&self, token: u64, sock: &Arc<OwnedFd>, hello: Hello) -> Option<SubscriberId> {
+    /// Refuses a subscriber whose expectation the topic's contract does not meet, before
+    /// anything is admitted: it is counted as refused, never as admitted, so nobody waiting for
+    /// subscribers counts it, and it learns the contract it was refused.
+    fn refuse_mismatch(&self, sock: &OwnedFd, hello: &Hello) {
+        self.shared.refused.fetch_add(1, Ordering::Relaxed);
+        let reply = Reply::mismatch(&hello.expect, &self.contract);
+        if let Reply::Mismatch { text, .. } = &reply {
+            events::refused(
+                &self.shared.topic,
+                sock.as_fd(),
+                RefuseReason::Contract,
+                text,
+            );
+        }
+        let _ = sys::packet::send_packet(sock.as_fd(), &reply.encode());
+    }
+
+    fn admit(&self, token: u64, sock: &Arc<OwnedFd>, hello: &Hello) -> Option<SubscriberId> {
         // Others may have been admitted since this client was accepted.
         if let Some(why) = self.full(sock) {
             self.refuse(sock, RefuseReason::Busy, &why);
@@ -320,7 +342,7 @@ impl Server {
             },
             ring_len,
             cb_len: CONTROL_BLOCK_LEN as u64,
-            message: self.message.clone(),
+            message: self.contract.message.clone(),
         }
         .encode();
         let fds = [self.shared.ring_ro.as_fd(), cb.fd()];
@@ -343,18 +365,23 @@ impl Server {
     /// Sends the topic's snapshot to an INSPECT client, or refuses it as busy past the budget.
     fn answer_inspect(&mut self, sock: &OwnedFd) {
         if !self.answers.take(Instant::now()) {
-            self.refuse(sock, RefuseReason::Busy, "too many introspection requests");
+            // Not a subscriber refused: `refused` counts subscriber connections only.
+            let text = "too many introspection requests";
+            events::refused(&self.shared.topic, sock.as_fd(), RefuseReason::Busy, text);
+            let reply = Reply::refuse(RefuseReason::Busy, text).encode();
+            let _ = sys::packet::send_packet(sock.as_fd(), &reply);
             return;
         }
         let conns = &self.conns;
-        let info = introspect_serve::snapshot(&self.shared, self.started, &self.message, |id| {
-            conns.values().find_map(|c| match c.state {
-                State::Admitted { id: at, requested } if at == id => {
-                    Some((c.sock.as_fd(), requested))
-                }
-                _ => None,
-            })
-        });
+        let info =
+            introspect_serve::snapshot(&self.shared, self.started, &self.contract.message, |id| {
+                conns.values().find_map(|c| match c.state {
+                    State::Admitted { id: at, requested } if at == id => {
+                        Some((c.sock.as_fd(), requested))
+                    }
+                    _ => None,
+                })
+            });
         // The socket is non-blocking: a client that cannot take the record now loses it.
         let _ = sys::packet::try_send_packet(sock.as_fd(), &info.encode());
     }

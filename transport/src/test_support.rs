@@ -36,8 +36,9 @@ pub fn raw_handshake_as(
     let hello = Hello {
         mode,
         start: crate::Start::Newest,
+        expect: crate::Expectation::default(),
     };
-    match connect::exchange(&sock, hello, step) {
+    match connect::exchange(&sock, &hello, step) {
         Ok(welcome) => Ok(Ok((vec![welcome.ring, welcome.control_block], sock))),
         Err(ConnectError::Refused { reason, .. }) => Ok(Err(reason)),
         Err(ConnectError::Io(e)) => Err(e),
@@ -104,12 +105,34 @@ pub fn check_decoders(p: &[u8]) -> (bool, bool) {
     (hello.is_ok(), reply.is_ok())
 }
 
-/// Valid encodings of every HELLO, for seeding fuzzers and property tests.
+/// Valid encodings of every HELLO, stating no expectation and each kind of one, for seeding
+/// fuzzers and property tests.
 pub fn sample_hellos() -> Vec<Vec<u8>> {
+    let mut expectations = vec![crate::Expectation::default()];
+    for (message, at_least) in [
+        (Some(MessageType::pod_named::<[u64; 2]>("Tick")), None),
+        (None, Some(4096)),
+        (
+            Some(MessageType::schema("proto:app.Tick", 7)),
+            Some(1 << 20),
+        ),
+    ] {
+        expectations.push(crate::Expectation {
+            message,
+            max_message_at_least: at_least,
+        });
+    }
     let mut out = Vec::new();
     for mode in [crate::Mode::Gating, crate::Mode::Lossy] {
         for start in [crate::Start::Newest, crate::Start::Oldest] {
-            out.push(Hello { mode, start }.encode());
+            for expect in &expectations {
+                let hello = Hello {
+                    mode,
+                    start,
+                    expect: expect.clone(),
+                };
+                out.push(hello.encode());
+            }
         }
     }
     out
@@ -157,6 +180,14 @@ pub fn sample_replies() -> Vec<Vec<u8>> {
     for (code, text) in refusals {
         out.push(Reply::refuse(code, text).encode());
     }
+    let expected = crate::Expectation::default();
+    for (message, max) in [
+        (MessageType::Bytes, 4096),
+        (MessageType::pod_named::<u8>("x".repeat(longest)), 1 << 20),
+    ] {
+        let offered = crate::Contract::new(message, max);
+        out.push(Reply::mismatch(&expected, &offered).encode());
+    }
     out
 }
 
@@ -178,7 +209,7 @@ pub fn raw_send(
     let mut buf = [0u8; handshake::MAX_PACKET];
     match sys::packet::recv_with_fds_of(sock.as_fd(), &mut buf, &[0, handshake::WELCOME_FDS]) {
         Ok((n, _)) => Ok(match Reply::decode(&buf[..n]) {
-            Ok(Reply::Refuse { text, .. }) => Some(text),
+            Ok(Reply::Refuse { text, .. } | Reply::Mismatch { text, .. }) => Some(text),
             Ok(Reply::Welcome { .. }) => Some("welcome".into()),
             Err(e) => Some(format!("undecodable reply: {e}")),
         }),

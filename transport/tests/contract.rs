@@ -213,10 +213,13 @@ fn every_field_that_differs_is_a_mismatch_naming_both_sides() {
             format!("topic contract mismatch: {offered}; this subscriber expects {expects}"),
             "{field}"
         );
-        // The publisher admitted it, then saw it leave: nothing of it stays.
-        until("the refused subscriber leaving", || {
-            publisher.stats().departed == n as u64 + 1
-        });
+        // The publisher refused it before admitting anything.
+        let stats = publisher.stats();
+        assert_eq!(
+            (stats.refused, stats.admitted, stats.departed),
+            (n as u64 + 1, 0, 0),
+            "{field}"
+        );
         assert_eq!(publisher.subscriber_count(), 0);
     }
     drop(publisher);
@@ -255,6 +258,46 @@ fn every_field_that_differs_is_a_mismatch_naming_both_sides() {
         text.contains("the topic carries bytes with no declared type or schema"),
         "{text}"
     );
+    drop(publisher);
+    fds.check();
+}
+
+/// A publisher waiting for a subscriber before its first message is not released by one its
+/// contract does not meet: that one is refused before it is admitted, and the stream waits for
+/// one that can read it.
+#[test]
+fn a_refused_subscriber_does_not_count_for_a_publisher_waiting_for_subscribers() {
+    let fds = FdGuard::new();
+    let t = topic("waiting");
+    let mut publisher = Publisher::builder(&t)
+        .capacity(1 << 16)
+        .pod::<Tick>()
+        .bind()
+        .unwrap();
+    std::thread::scope(|s| {
+        let wrong = s.spawn(|| sub(&t).expect_pod::<wider::Tick>().connect());
+        let (_, _, text) = mismatch(wrong.join().unwrap());
+        assert!(
+            text.contains("this subscriber expects pod \"Tick\" (24 bytes"),
+            "{text}"
+        );
+        let waited = publisher.wait_for_subscribers(1, Duration::from_millis(200));
+        assert!(waited.is_err(), "released by a refused subscriber");
+        let right = s.spawn(|| {
+            let mut right = sub(&t).expect_pod::<Tick>().connect().unwrap();
+            let got = *right.recv_timeout(T).unwrap().as_pod::<Tick>().unwrap();
+            got.seq
+        });
+        assert_eq!(publisher.wait_for_subscribers(1, T).unwrap(), 1);
+        publisher.send_pod(&Tick { seq: 9, price: 1.0 }).unwrap();
+        assert_eq!(
+            right.join().unwrap(),
+            9,
+            "the first message reached the right one"
+        );
+    });
+    let stats = publisher.stats();
+    assert_eq!((stats.refused, stats.admitted), (1, 1));
     drop(publisher);
     fds.check();
 }

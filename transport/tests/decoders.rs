@@ -115,7 +115,18 @@ fn hello_fields_accept_exactly_the_defined_values() {
             assert_eq!(decode_hello(&p), expected);
         }
     }
-    for at in 10..good.len() {
+    // Flag 1 announces an expectation record, which is not there; no other flag exists.
+    let mut p = good.clone();
+    p[10] = 1;
+    assert_eq!(decode_hello(&p), Err("Length(16)".into()));
+    for flag in [2u8, 0x80] {
+        for at in [10, 11] {
+            let mut p = good.clone();
+            p[at] = flag;
+            assert_eq!(decode_hello(&p), Err("Field(\"flags\")".into()));
+        }
+    }
+    for at in 12..good.len() {
         let mut p = good.clone();
         p[at] = 1;
         assert_eq!(decode_hello(&p), Err("Field(\"reserved\")".into()));

@@ -174,7 +174,7 @@ fn an_imported_topic_and_its_upstream_losses_reach_subscribers_and_inspectors() 
 fn answers_are_bounded_in_rate() {
     let _fds = FdGuard::new();
     let dir = scratch("rate");
-    let _publisher = Publisher::builder("t").directory(&dir).bind().unwrap();
+    let publisher = Publisher::builder("t").directory(&dir).bind().unwrap();
     let (mut busy, mut answered) = (0u64, 0u64);
     let start = std::time::Instant::now();
     for _ in 0..40 {
@@ -194,6 +194,13 @@ fn answers_are_bounded_in_rate() {
         "{answered} answers in {windows} windows"
     );
     assert_eq!(answered + busy, 40);
+    // Refused inspections are not subscribers refused.
+    while busy == 0 {
+        if Inspector::new("t").directory(&dir).inspect().is_err() {
+            busy += 1;
+        }
+    }
+    assert_eq!(publisher.stats().refused, 0);
 }
 
 #[test]

@@ -157,12 +157,7 @@ impl Publisher {
 
         let (claim, listener) = Claim::bind(&path)?;
         let shutdown = Arc::new(sys::event::eventfd_create(true)?);
-        let server = server::spawn(
-            listener,
-            shared.clone(),
-            shutdown.clone(),
-            contract.message.clone(),
-        )?;
+        let server = server::spawn(listener, shared.clone(), shutdown.clone(), contract.clone())?;
         Ok(Publisher {
             shared,
             server: Some(server),

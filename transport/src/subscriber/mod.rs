@@ -149,8 +149,9 @@ impl Subscriber {
         let hello = Hello {
             mode: b.mode,
             start: b.start,
+            expect: b.expect.clone(),
         };
-        let welcome = connect::exchange(&sock, hello, b.handshake_timeout)?;
+        let welcome = connect::exchange(&sock, &hello, b.handshake_timeout)?;
         let imported = welcome.imported;
         let (mut reader, contract) = connect::attach(welcome, &b.expect)?;
         reader.set_resume(b.resume);
