@@ -206,7 +206,7 @@ impl From<LoanError> for Failure {
             LoanError::TooLarge { .. } => SHMCAST_ETOOLARGE,
             LoanError::Full => SHMCAST_EAGAIN,
             LoanError::Timeout => SHMCAST_ETIMEDOUT,
-            LoanError::Unaligned { .. } => SHMCAST_EINVAL,
+            LoanError::Unaligned { .. } | LoanError::WrongType { .. } => SHMCAST_EINVAL,
             LoanError::Io(_) => SHMCAST_EIO,
         };
         Failure::new(code, e)

@@ -149,6 +149,17 @@ pub enum LoanError {
         /// The type's alignment.
         align: usize,
     },
+    /// `send_pod`, `loan_pod`: the topic declares a Pod type of another size or alignment
+    /// ([`PublisherBuilder::pod`](crate::PublisherBuilder::pod)), which its subscribers would
+    /// misread or refuse.
+    WrongType {
+        /// What the topic declares.
+        declared: crate::MessageType,
+        /// The size of the type sent.
+        size: usize,
+        /// Its alignment.
+        align: usize,
+    },
     /// Waiting for space failed in a system call.
     Io(io::Error),
 }
@@ -167,6 +178,14 @@ impl fmt::Display for LoanError {
                     "type alignment {align} exceeds the payload alignment of 16"
                 )
             }
+            LoanError::WrongType {
+                declared,
+                size,
+                align,
+            } => write!(
+                f,
+                "a value of {size} bytes, align {align}, is not the topic's declared {declared}"
+            ),
             LoanError::Io(e) => write!(f, "waiting for ring space: {e}"),
         }
     }

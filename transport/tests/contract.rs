@@ -14,8 +14,8 @@ use common::image::{Image, MAX};
 use common::{FdGuard, until};
 use shmcast::test_support::{encode_welcome_declaring, encode_welcome_raw, raw_reply, serve_one};
 use shmcast::{
-    BindError, ConnectError, Contract, DecodeError, InvalidContract, MAX_CONTRACT_NAME,
-    MessageType, Mode, ProtocolError, Publisher, Subscriber, SubscriberBuilder,
+    BindError, ConnectError, Contract, DecodeError, InvalidContract, LoanError, MAX_CONTRACT_NAME,
+    MessageType, Mode, ProtocolError, Publisher, RecvError, Subscriber, SubscriberBuilder,
 };
 use shmcast_core::CONTROL_BLOCK_LEN;
 use std::time::Duration;
@@ -299,6 +299,62 @@ fn a_refused_subscriber_does_not_count_for_a_publisher_waiting_for_subscribers()
     let stats = publisher.stats();
     assert_eq!((stats.refused, stats.admitted), (1, 1));
     drop(publisher);
+    fds.check();
+}
+
+/// The typed sends of a topic that declares a Pod type take only a type of its size and
+/// alignment; a topic that declares none takes any.
+#[test]
+fn typed_sends_keep_to_the_declared_pod() {
+    let fds = FdGuard::new();
+    let t = topic("typed-sends");
+    let mut publisher = Publisher::builder(&t)
+        .capacity(1 << 16)
+        .pod::<Tick>()
+        .bind()
+        .unwrap();
+    let mut sub = sub(&t).expect_pod::<Tick>().connect().unwrap();
+    let wrong = publisher.send_pod(&wider::Tick {
+        seq: 1,
+        price: 1.0,
+        volume: 2,
+    });
+    let Err(
+        e @ LoanError::WrongType {
+            size: 24, align: 8, ..
+        },
+    ) = wrong
+    else {
+        panic!("{wrong:?}")
+    };
+    assert_eq!(
+        e.to_string(),
+        "a value of 24 bytes, align 8, is not the topic's declared pod \"Tick\" (16 bytes, align 8)"
+    );
+    assert!(matches!(
+        publisher.loan_pod::<narrower::Tick>(),
+        Err(LoanError::WrongType { align: 4, .. })
+    ));
+    assert!(matches!(
+        publisher.loan_pod::<u8>(),
+        Err(LoanError::WrongType { size: 1, .. })
+    ));
+    publisher.send_pod(&Tick { seq: 3, price: 4.0 }).unwrap();
+    let got = *sub.recv_timeout(T).unwrap().as_pod::<Tick>().unwrap();
+    assert_eq!(got.seq, 3, "only the right type reached the subscriber");
+    assert!(matches!(sub.try_recv(), Err(RecvError::Empty)));
+    // Without a declaration every Pod type goes.
+    let t2 = topic("typed-sends-bytes");
+    let mut plain = Publisher::builder(&t2).capacity(1 << 16).bind().unwrap();
+    plain
+        .send_pod(&wider::Tick {
+            seq: 1,
+            price: 1.0,
+            volume: 2,
+        })
+        .unwrap();
+    plain.send_pod(&7u8).unwrap();
+    drop((sub, publisher, plain));
     fds.check();
 }
 

@@ -5,7 +5,7 @@ mod builder;
 pub use builder::PublisherBuilder;
 
 use crate::claim::Claim;
-use crate::contract::Contract;
+use crate::contract::{Contract, MessageType};
 use crate::error::{BindError, LoanError, WaitError};
 use crate::full_wait::{FullWait, Next, Stall, Wait};
 use crate::loan::{Loan, PodLoan};
@@ -352,14 +352,32 @@ impl Publisher {
         self.stall_bound
     }
 
-    /// Lends a buffer for one `T`, to be filled in place.
+    /// Lends a buffer for one `T`, to be filled in place. On a topic that declares a Pod type
+    /// ([`PublisherBuilder::pod`](crate::PublisherBuilder::pod)), `T` must have its size and
+    /// alignment ([`LoanError::WrongType`] otherwise).
     pub fn loan_pod<T: bytemuck::Pod>(&mut self) -> Result<PodLoan<'_, T>, LoanError> {
-        if align_of::<T>() > 16 {
-            return Err(LoanError::Unaligned {
-                align: align_of::<T>(),
-            });
-        }
+        self.check_pod::<T>()?;
         Ok(PodLoan::new(self.loan(size_of::<T>())?))
+    }
+
+    /// Whether a `T` may be sent on this topic: aligned within a payload, and of the declared
+    /// Pod type's size and alignment if the topic declares one. (Names are not compared: a
+    /// type may be declared under a name of the user's choosing, `pod_named`.)
+    pub(crate) fn check_pod<T: bytemuck::Pod>(&self) -> Result<(), LoanError> {
+        let (size, align) = (size_of::<T>(), align_of::<T>());
+        if align > 16 {
+            return Err(LoanError::Unaligned { align });
+        }
+        match &self.contract.message {
+            MessageType::Pod {
+                size: s, align: a, ..
+            } if (*s, *a) != (size, align) => Err(LoanError::WrongType {
+                declared: self.contract.message.clone(),
+                size,
+                align,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Copies `payload` into the ring and publishes it (waiting for space like `loan`).
@@ -370,8 +388,10 @@ impl Publisher {
         Ok(())
     }
 
-    /// Publishes one `T`.
+    /// Publishes one `T` (of the declared Pod type's size and alignment, if the topic declares
+    /// one: [`LoanError::WrongType`] otherwise).
     pub fn send_pod<T: bytemuck::Pod>(&mut self, value: &T) -> Result<(), LoanError> {
+        self.check_pod::<T>()?;
         self.send(bytemuck::bytes_of(value))
     }
 

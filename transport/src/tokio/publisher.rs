@@ -159,12 +159,14 @@ impl AsyncPublisher {
         Ok(())
     }
 
-    /// Publishes one `T`, awaiting space like [`loan`](Self::loan).
+    /// Publishes one `T`, awaiting space like [`loan`](Self::loan); checked against the topic's
+    /// declared Pod type as [`Publisher::send_pod`] checks it.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe, as [`send`](Self::send).
     pub async fn send_pod<T: bytemuck::Pod>(&mut self, value: &T) -> Result<(), LoanError> {
+        self.inner.check_pod::<T>()?;
         self.send(bytemuck::bytes_of(value)).await
     }
 
