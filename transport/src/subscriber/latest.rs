@@ -144,15 +144,3 @@ impl Subscriber {
         Ok(None)
     }
 }
-
-impl Sample<'_> {
-    /// How many messages the publisher has committed after this one, as of this call: `0` if it
-    /// is the newest. Measures freshness; informational (the publisher's count, read without
-    /// synchronising).
-    pub fn behind(&self) -> u64 {
-        self.sub
-            .reader
-            .published()
-            .saturating_sub(self.seq.saturating_add(1))
-    }
-}
