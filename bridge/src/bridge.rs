@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 use zenoh::Wait;
 
 use crate::config::{BridgeConfig, ConfigError, Direction, TopicConfig};
+use crate::endpoint::clean;
 use crate::event::{Event, Sink};
 use crate::export::Export;
 use crate::import::Import;
@@ -42,6 +43,7 @@ pub struct Bridge {
     id: u64,
     stop: Arc<AtomicBool>,
     exports: Vec<JoinHandle<()>>,
+    watch: Option<JoinHandle<()>>,
     imports: Vec<zenoh::pubsub::Subscriber<()>>,
     topics: Vec<(TopicConfig, String, Arc<Counters>)>,
 }
@@ -78,16 +80,17 @@ impl Bridge {
             id: random_id(),
             stop: Arc::new(AtomicBool::new(false)),
             exports: Vec::new(),
+            watch: None,
             imports: Vec::new(),
             topics: Vec::new(),
         };
         for t in &config.topics {
             let key = t.key_under(&config.prefix);
             let counters = Arc::new(Counters::default());
-            let fail = |reason| BridgeError::Topic {
+            let fail = |reason: String| BridgeError::Topic {
                 topic: t.topic.clone(),
                 direction: t.direction,
-                reason,
+                reason: clean(&reason),
             };
             match t.direction {
                 Direction::Export => {
@@ -120,6 +123,13 @@ impl Bridge {
             }
             bridge.topics.push((t.clone(), key, counters));
         }
+        bridge.watch = session::watch(
+            &session,
+            &config.connect,
+            bridge.stop.clone(),
+            b.sink.clone(),
+        )
+        .map_err(BridgeError::Zenoh)?;
         bridge.session = Some(session);
         Ok(bridge)
     }
@@ -146,6 +156,10 @@ impl Bridge {
 
     fn shut_down(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        // Before the session closes, which would look like every peer leaving.
+        if let Some(watch) = self.watch.take() {
+            let _ = watch.join();
+        }
         for sub in self.imports.drain(..) {
             let _ = sub.undeclare().wait();
         }
@@ -180,7 +194,7 @@ fn random_id() -> u64 {
 pub enum BridgeError {
     /// The configuration is refused.
     Config(ConfigError),
-    /// The Zenoh session could not be opened (an endpoint in use or malformed, say).
+    /// The Zenoh session could not be opened (a port in use, a router a client cannot reach).
     Zenoh(String),
     /// A topic could not start (its Zenoh declaration, or binding a configured import).
     Topic {

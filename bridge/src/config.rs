@@ -10,9 +10,10 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use serde_json::Value;
 use shmcast::MessageType;
 use zenoh::key_expr::KeyExpr;
+
+use crate::endpoint::{check_endpoint, clean};
 
 /// Which way a topic crosses the bridge.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -145,7 +146,6 @@ impl TopicConfig {
     pub fn key_under(&self, prefix: &str) -> String {
         match &self.key {
             Some(k) => k.clone(),
-            None if prefix.is_empty() => self.topic.clone(),
             None => format!("{}/{}", prefix.trim_end_matches('/'), self.topic),
         }
     }
@@ -165,41 +165,7 @@ impl TopicConfig {
         Ok(t)
     }
 
-    fn from_json(v: &Value) -> Result<TopicConfig, ConfigError> {
-        let obj = v
-            .as_object()
-            .ok_or_else(|| ConfigError::field("topics[]", "each topic is an object"))?;
-        let topic = obj
-            .get("topic")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ConfigError::field("topic", "a string naming the local topic"))?;
-        let direction = match obj.get("direction").and_then(Value::as_str) {
-            Some("export") => Direction::Export,
-            Some("import") => Direction::Import,
-            _ => return Err(ConfigError::field("direction", "\"export\" or \"import\"")),
-        };
-        let mut t = TopicConfig::new(topic, direction);
-        for (name, value) in obj {
-            if name == "topic" || name == "direction" {
-                continue;
-            }
-            let text = match value {
-                Value::String(s) => s.clone(),
-                Value::Number(n) => n.to_string(),
-                _ => return Err(ConfigError::field_owned(name, "a string or a number")),
-            };
-            let name = name.replace('_', "-");
-            if name == "reliability" {
-                t.set(&text, "")?;
-            } else {
-                t.set(&name, &text)?;
-            }
-        }
-        t.check()?;
-        Ok(t)
-    }
-
-    fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+    pub(crate) fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
         let number = |field: &'static str| {
             value
                 .parse::<u64>()
@@ -243,9 +209,22 @@ impl TopicConfig {
         Ok(())
     }
 
-    fn check(&self) -> Result<(), ConfigError> {
-        if self.topic.is_empty() {
-            return Err(ConfigError::field("topic", "must not be empty"));
+    /// Checks what a topic alone can be checked for: its name (as `shmcast pub` and `echo`
+    /// take it), its key, and an import's capacity and maximum message against the ring's
+    /// limits.
+    pub(crate) fn check(&self) -> Result<(), ConfigError> {
+        check_topic_name(&self.topic)?;
+        if let Some(key) = &self.key {
+            check_key(key)?;
+        } else if self.topic.contains('/') {
+            return Err(ConfigError::field_owned(
+                "key",
+                &format!(
+                    "topic {:?} is a socket path, which is no part of a Zenoh key: give it a \
+                     key of its own",
+                    self.topic
+                ),
+            ));
         }
         if self.direction == Direction::Export
             && (self.message.is_some() || self.max_message.is_some() || self.capacity.is_some())
@@ -255,8 +234,84 @@ impl TopicConfig {
                 "the contract and capacity are the local publisher's: set them only on imports",
             ));
         }
+        if let Some(c) = self.capacity
+            && (!c.is_power_of_two() || !(MIN_CAPACITY..=MAX_CAPACITY).contains(&c))
+        {
+            return Err(ConfigError::field_owned(
+                "capacity",
+                &format!(
+                    "{c} is not a power of two from {MIN_CAPACITY} to {MAX_CAPACITY} bytes \
+                     (such as {})",
+                    c.clamp(MIN_CAPACITY, MAX_CAPACITY).next_power_of_two()
+                ),
+            ));
+        }
+        if let Some(m) = self.max_message {
+            let limit = match self.capacity {
+                Some(c) => (c / 2 - 16).min(MAX_MESSAGE),
+                None => MAX_MESSAGE,
+            };
+            if m == 0 || m as u64 > limit {
+                let of = match self.capacity {
+                    Some(c) => format!("a {c}-byte ring holds messages up to {limit} bytes"),
+                    None => format!("messages are at most {limit} bytes"),
+                };
+                return Err(ConfigError::field_owned(
+                    "max-message",
+                    &format!("{m} is not from 1 to {limit}: {of}"),
+                ));
+            }
+        }
         Ok(())
     }
+}
+
+/// The smallest ring (`PublisherBuilder::capacity`).
+const MIN_CAPACITY: u64 = 64;
+/// The largest ring.
+const MAX_CAPACITY: u64 = 1 << 40;
+/// The largest message any ring holds (`PublisherBuilder::max_message`).
+const MAX_MESSAGE: u64 = (4 << 30) - 16;
+
+/// A topic as `Publisher::builder` and `Subscriber::builder` take it: a name of A-Z a-z 0-9
+/// `.` `_` `-` not starting with `.`, or a socket path (with a `/`).
+fn check_topic_name(topic: &str) -> Result<(), ConfigError> {
+    let refused = if topic.contains('/') {
+        topic.ends_with('/') || topic.ends_with("/.") || topic.ends_with("/..")
+    } else {
+        topic.is_empty()
+            || topic.starts_with('.')
+            || !topic
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+    };
+    if topic.is_empty() {
+        return Err(ConfigError::field("topic", "must not be empty"));
+    }
+    if refused {
+        let why = if topic.contains('/') {
+            format!("topic path {topic:?} does not end with a socket's name")
+        } else {
+            shmcast::TopicError::InvalidName(topic.to_owned()).to_string()
+        };
+        return Err(ConfigError::field_owned("topic", &why));
+    }
+    Ok(())
+}
+
+/// A key one topic can travel on: a Zenoh key expression without wildcards.
+fn check_key(key: &str) -> Result<KeyExpr<'static>, ConfigError> {
+    let ke = KeyExpr::try_from(key.to_owned()).map_err(|e| ConfigError::Key {
+        key: key.to_owned(),
+        reason: clean(&e.to_string()),
+    })?;
+    if key.contains('*') || key.contains('$') {
+        return Err(ConfigError::Key {
+            key: key.to_owned(),
+            reason: "wildcards are refused: one key carries one topic's sequence".into(),
+        });
+    }
+    Ok(ke)
 }
 
 /// Everything a bridge does.
@@ -271,7 +326,7 @@ pub struct BridgeConfig {
     pub connect: Vec<String>,
     /// Whether Zenoh's multicast and gossip scouting find peers (off: only the endpoints).
     pub scouting: bool,
-    /// The key prefix of topics without a key of their own.
+    /// The key prefix of topics without a key of their own (not empty).
     pub prefix: String,
     /// The local topic directory (`None`: as every shmcast program resolves it).
     pub directory: Option<PathBuf>,
@@ -294,78 +349,49 @@ impl Default for BridgeConfig {
 }
 
 impl BridgeConfig {
-    /// Reads a JSON configuration: an object with the optional fields `mode` (`"peer"` or
-    /// `"client"`), `listen` and `connect` (arrays of endpoints), `scouting` (boolean),
-    /// `prefix`, `directory`, and `topics`, an array of objects with `topic`, `direction`
-    /// (`"export"` or `"import"`) and the options of [`TopicConfig::parse_spec`] as fields
-    /// (`"reliability": "lossy"`, `"key": "..."`, `"schema": "NAME@VERSION"`,
-    /// `"max_message": 4096`, ...).
-    pub fn from_json(text: &str) -> Result<BridgeConfig, ConfigError> {
-        let v: Value = serde_json::from_str(text).map_err(|e| ConfigError::Json(e.to_string()))?;
-        let obj = v
-            .as_object()
-            .ok_or_else(|| ConfigError::field("configuration", "a JSON object"))?;
-        let mut c = BridgeConfig::default();
-        for (name, value) in obj {
-            match name.as_str() {
-                "mode" => {
-                    c.mode = match value.as_str() {
-                        Some("peer") => SessionMode::Peer,
-                        Some("client") => SessionMode::Client,
-                        _ => return Err(ConfigError::field("mode", "\"peer\" or \"client\"")),
-                    }
-                }
-                "listen" => c.listen = strings(value, "listen")?,
-                "connect" => c.connect = strings(value, "connect")?,
-                "scouting" => {
-                    c.scouting = value
-                        .as_bool()
-                        .ok_or_else(|| ConfigError::field("scouting", "true or false"))?
-                }
-                "prefix" => {
-                    c.prefix = value
-                        .as_str()
-                        .ok_or_else(|| ConfigError::field("prefix", "a string"))?
-                        .to_owned()
-                }
-                "directory" => {
-                    c.directory = Some(
-                        value
-                            .as_str()
-                            .ok_or_else(|| ConfigError::field("directory", "a path"))?
-                            .into(),
-                    )
-                }
-                "topics" => {
-                    let list = value
-                        .as_array()
-                        .ok_or_else(|| ConfigError::field("topics", "an array of topics"))?;
-                    for t in list {
-                        c.topics.push(TopicConfig::from_json(t)?);
-                    }
-                }
-                other => return Err(ConfigError::field_owned(other, "unknown field")),
-            }
+    /// Checks a key prefix: not empty, and a Zenoh key expression without wildcards (a
+    /// trailing `/` is dropped).
+    pub fn check_prefix(prefix: &str) -> Result<(), ConfigError> {
+        let trimmed = prefix.trim_end_matches('/');
+        if trimmed.is_empty() {
+            return Err(ConfigError::field(
+                "prefix",
+                "must not be empty: topics travel on PREFIX/TOPIC (give a topic its own key \
+                 to put it elsewhere)",
+            ));
         }
-        Ok(c)
+        check_key(trimmed).map(drop).map_err(|e| match e {
+            ConfigError::Key { reason, .. } => {
+                ConfigError::field_owned("prefix", &format!("not a key prefix: {reason}"))
+            }
+            e => e,
+        })
     }
 
-    /// Checks the keys and that nothing can loop: no topic both exported and imported, no
+    /// Checks the endpoints (as [`check_endpoint`] says), that a client has a router to join,
+    /// the topics and their keys, and that nothing can loop and that nothing can loop: no topic both exported and imported, no
     /// import key that matches an export key, no key or topic bridged twice the same way.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        BridgeConfig::check_prefix(&self.prefix)?;
+        for (field, list) in [("listen", &self.listen), ("connect", &self.connect)] {
+            for e in list {
+                check_endpoint(e).map_err(|why| ConfigError::Field {
+                    field: field.to_owned(),
+                    expected: format!("{e:?}: {why}"),
+                })?;
+            }
+        }
+        if self.mode == SessionMode::Client && self.connect.is_empty() && !self.scouting {
+            return Err(ConfigError::field(
+                "mode",
+                "a client joins through a router: give the router's endpoint to connect to \
+                 (or turn scouting on to find one)",
+            ));
+        }
         let mut keys = Vec::new();
         for t in &self.topics {
-            let key = t.key_under(&self.prefix);
-            let ke = KeyExpr::try_from(key.clone()).map_err(|e| ConfigError::Key {
-                key: key.clone(),
-                reason: e.to_string(),
-            })?;
-            if key.contains('*') || key.contains('$') {
-                return Err(ConfigError::Key {
-                    key,
-                    reason: "wildcards are refused: one key carries one topic's sequence".into(),
-                });
-            }
+            t.check()?;
+            let ke = check_key(&t.key_under(&self.prefix))?;
             keys.push((t, ke));
         }
         for (i, (a, ka)) in keys.iter().enumerate() {
@@ -406,12 +432,6 @@ impl BridgeConfig {
     }
 }
 
-fn strings(v: &Value, field: &'static str) -> Result<Vec<String>, ConfigError> {
-    v.as_array()
-        .and_then(|a| a.iter().map(|s| s.as_str().map(str::to_owned)).collect())
-        .ok_or_else(|| ConfigError::field(field, "an array of endpoint strings"))
-}
-
 /// Why a configuration is refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -445,14 +465,36 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
-    fn field(field: &'static str, expected: &'static str) -> ConfigError {
+    pub(crate) fn field(field: &'static str, expected: &'static str) -> ConfigError {
         ConfigError::field_owned(field, expected)
     }
 
-    fn field_owned(field: &str, expected: &str) -> ConfigError {
+    pub(crate) fn field_owned(field: &str, expected: &str) -> ConfigError {
         ConfigError::Field {
             field: field.to_owned(),
             expected: expected.to_owned(),
+        }
+    }
+
+    /// The same error about field `name` (a file's name for a command-line option).
+    pub(crate) fn renamed(self, name: &str) -> ConfigError {
+        match self {
+            ConfigError::Field { expected, .. } => ConfigError::Field {
+                field: name.to_owned(),
+                expected,
+            },
+            e => e,
+        }
+    }
+
+    /// The same error, its field inside `outer` (`topics[2]`).
+    pub(crate) fn within(self, outer: &str) -> ConfigError {
+        match self {
+            ConfigError::Field { field, expected } => ConfigError::Field {
+                field: format!("{outer}.{field}"),
+                expected,
+            },
+            e => e,
         }
     }
 }
@@ -508,6 +550,18 @@ mod tests {
             "x,schema=abc",
             "x,pod=T:1",
             "x,max-message=lots",
+            "bad name",
+            ".hidden",
+            "a\u{e9}",
+            "/tmp/dir/",
+            "/tmp/sock",
+            "x,key=/k",
+            "x,key=k/*",
+            "x,capacity=1000",
+            "x,capacity=32",
+            "x,capacity=2199023255552",
+            "x,max-message=0",
+            "x,capacity=1024,max-message=497",
         ] {
             assert!(
                 TopicConfig::parse_spec(bad, Direction::Import).is_err(),
@@ -515,6 +569,18 @@ mod tests {
             );
         }
         assert!(TopicConfig::parse_spec("x,schema=a@1", Direction::Export).is_err());
+        for good in [
+            "a.b_c-1",
+            "/tmp/sock,key=k/sock",
+            "x,capacity=64",
+            "x,capacity=1024,max-message=496",
+        ] {
+            TopicConfig::parse_spec(good, Direction::Import).unwrap();
+        }
+        assert!(BridgeConfig::check_prefix("").is_err());
+        assert!(BridgeConfig::check_prefix("/").is_err());
+        assert!(BridgeConfig::check_prefix("a*").is_err());
+        BridgeConfig::check_prefix("site/one/").unwrap();
     }
 
     #[test]
@@ -539,27 +605,25 @@ mod tests {
         ));
         let wild = bridge(vec![TopicConfig::new("a", Direction::Import).key("k/*")]);
         assert!(matches!(wild.validate(), Err(ConfigError::Key { .. })));
+        let client = BridgeConfig {
+            mode: SessionMode::Client,
+            ..bridge(vec![TopicConfig::new("a", Direction::Export)])
+        };
+        assert!(matches!(client.validate(), Err(ConfigError::Field { .. })));
+        let bad_endpoint = BridgeConfig {
+            listen: vec!["127.0.0.1:7447".into()],
+            ..bridge(vec![TopicConfig::new("a", Direction::Export)])
+        };
+        assert!(bad_endpoint.validate().is_err());
+        let empty_prefix = BridgeConfig {
+            prefix: String::new(),
+            ..bridge(vec![TopicConfig::new("a", Direction::Export)])
+        };
+        assert!(empty_prefix.validate().is_err());
         let fine = bridge(vec![
             TopicConfig::new("a", Direction::Export),
             TopicConfig::new("b", Direction::Import),
         ]);
         fine.validate().unwrap();
-    }
-
-    #[test]
-    fn json_reads() {
-        let c = BridgeConfig::from_json(
-            r#"{"mode": "client", "connect": ["tcp/127.0.0.1:7447"], "scouting": false,
-                "prefix": "site", "topics": [
-                  {"topic": "a", "direction": "export", "reliability": "lossy"},
-                  {"topic": "b", "direction": "import", "schema": "s@2", "max_message": 128}]}"#,
-        )
-        .unwrap();
-        assert_eq!(c.mode, SessionMode::Client);
-        assert_eq!(c.topics[0].reliability, Reliability::Lossy);
-        assert_eq!(c.topics[1].max_message, Some(128));
-        assert_eq!(c.topics[1].key_under(&c.prefix), "site/b");
-        assert!(BridgeConfig::from_json("{\"bogus\": 1}").is_err());
-        assert!(BridgeConfig::from_json("[").is_err());
     }
 }

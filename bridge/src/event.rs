@@ -70,6 +70,20 @@ pub enum Event {
         /// Why.
         reason: String,
     },
+    /// No Zenoh peer or router has been connected for a few seconds although the bridge has
+    /// `connect` endpoints: none of them can be reached (a refused connection, a host down,
+    /// a wrong address). Zenoh keeps retrying them by itself. Reported once, and again only
+    /// after [`Event::Reached`]. (A peer that connects to one of the bridge's `listen`
+    /// endpoints counts as connected too.)
+    Unreachable {
+        /// The `connect` endpoints.
+        endpoints: Vec<String>,
+    },
+    /// After [`Event::Unreachable`], a Zenoh peer or router is connected again.
+    Reached {
+        /// The `connect` endpoints.
+        endpoints: Vec<String>,
+    },
     /// Something failed that the bridge retries (binding, connecting, putting).
     Failed {
         /// The local topic.
@@ -124,6 +138,16 @@ impl fmt::Display for Event {
                     "import {key} -> {topic}: skipped a malformed message: {reason}"
                 )
             }
+            Event::Unreachable { endpoints } => write!(
+                f,
+                "connect {}: cannot be reached, retrying (no Zenoh peer is connected)",
+                endpoints.join(", ")
+            ),
+            Event::Reached { endpoints } => write!(
+                f,
+                "connect {}: a Zenoh peer is connected again",
+                endpoints.join(", ")
+            ),
             Event::Failed { topic, reason } => write!(f, "{topic}: {reason}"),
         }
     }

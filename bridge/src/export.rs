@@ -34,6 +34,7 @@ use zenoh::qos::CongestionControl;
 use zenoh::sample::Locality;
 
 use crate::config::{Reliability, TopicConfig};
+use crate::endpoint::clean;
 use crate::event::{Event, Sink};
 use crate::stats::Counters;
 use crate::wire::{Batch, Encoder, WireContract};
@@ -71,14 +72,26 @@ impl Export {
             .express(false)
             .allowed_destination(Locality::Remote)
             .wait()
-            .map_err(|e| format!("declaring the Zenoh publisher on {}: {e}", self.key))?;
+            .map_err(|e| {
+                format!(
+                    "declaring the Zenoh publisher on {}: {}",
+                    self.key,
+                    clean(&e.to_string())
+                )
+            })?;
         let matched = Arc::new(AtomicBool::new(false));
         let flag = matched.clone();
         let listener = publisher
             .matching_listener()
             .callback(move |m| flag.store(m.matching(), Ordering::Relaxed))
             .wait()
-            .map_err(|e| format!("watching subscribers of {}: {e}", self.key))?;
+            .map_err(|e| {
+                format!(
+                    "watching subscribers of {}: {}",
+                    self.key,
+                    clean(&e.to_string())
+                )
+            })?;
         std::thread::Builder::new()
             .name(format!("export-{}", self.topic.topic))
             .spawn(move || {
@@ -249,7 +262,7 @@ impl Export {
         if let Err(e) = publisher.put(message).wait() {
             self.event(Event::Failed {
                 topic: self.topic.topic.clone(),
-                reason: format!("putting on {}: {e}", self.key),
+                reason: format!("putting on {}: {}", self.key, clean(&e.to_string())),
             });
             return;
         }

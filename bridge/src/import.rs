@@ -40,6 +40,7 @@ use zenoh::bytes::ZBytes;
 use zenoh::sample::Locality;
 
 use crate::config::{Reliability, TopicConfig};
+use crate::endpoint::clean;
 use crate::event::{Event, Sink};
 use crate::stats::Counters;
 use crate::wire::{self, MAX_HEADER, WireContract};
@@ -107,7 +108,12 @@ impl Import {
                 s.receive(sample.payload());
             })
             .wait()
-            .map_err(|e| format!("declaring the Zenoh subscriber on {key}: {e}"))
+            .map_err(|e| {
+                format!(
+                    "declaring the Zenoh subscriber on {key}: {}",
+                    clean(&e.to_string())
+                )
+            })
     }
 }
 

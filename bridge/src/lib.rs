@@ -36,8 +36,10 @@
 //!
 //! | module | role |
 //! |---|---|
-//! | `config` | [`BridgeConfig`], [`TopicConfig`], their parsing and the loop checks |
-//! | `session` | the Zenoh session a configuration describes |
+//! | `config` | [`BridgeConfig`], [`TopicConfig`], their parsing and checks, the loop checks |
+//! | `json` | [`BridgeConfig::from_json`]: a configuration file, its errors in its own terms |
+//! | `endpoint` | [`check_endpoint`], and Zenoh's errors without their source locations |
+//! | `session` | the Zenoh session a configuration describes, and the watch on `connect` |
 //! | [`wire`] | the header of a bridged message: origin, sequence number, contract |
 //! | `export` | local subscriber → Zenoh publisher, one thread per topic; refuses imported topics |
 //! | `import` | Zenoh subscriber → local publisher, declared imported; counts gaps |
@@ -49,14 +51,17 @@
 
 mod bridge;
 mod config;
+mod endpoint;
 mod event;
 mod export;
 mod import;
+mod json;
 mod session;
 mod stats;
 pub mod wire;
 
 pub use bridge::{Bridge, BridgeBuilder, BridgeError};
 pub use config::{BridgeConfig, ConfigError, Direction, Reliability, SessionMode, TopicConfig};
+pub use endpoint::{PROTOCOLS, check_endpoint};
 pub use event::Event;
 pub use stats::TopicStats;

@@ -432,7 +432,8 @@ fn an_import_ring_too_small_for_the_remote_contract_is_refused() {
     assert_eq!(b_stats[0]["local_dropped"], 0, "{}", b_stats[0]);
     assert_eq!(b_stats[0]["messages"], 0, "{}", b_stats[0]);
     drop(bridge_a);
-    // Named in the configuration, the contract is known at start: the bridge does not start.
+    // Named in the configuration, the maximum message is checked with the configuration: the
+    // bridge does not start (exit code 2 in the role, as for any configuration error).
     let named = importer(
         &b,
         free_port(),
@@ -441,7 +442,8 @@ fn an_import_ring_too_small_for_the_remote_contract_is_refused() {
     );
     let line = named.wait_event("error");
     assert!(line.contains("4096-byte ring"), "{line}");
-    assert_eq!(named.exit_code(), Some(1));
+    assert!(line.contains("max_message"), "{line}");
+    assert_eq!(named.exit_code(), Some(2));
 }
 
 #[test]

@@ -2,15 +2,24 @@
 //! (`shmcast_zenoh::Bridge`), from flags or a JSON file (`--config`), until Ctrl-C or SIGTERM.
 //!
 //! Events (a topic connected, bound, a contract refused, an imported topic refused for export,
-//! a failure retried) go to standard error, one line each. Every `--stats` seconds, and once more when the bridge ends, each
-//! topic's counters (messages, gaps, refusals, drops) go to standard output as one JSON line.
+//! a failure retried, `--connect` endpoints that cannot be reached) go to standard error, one
+//! line each. Every `--stats` seconds, and once more when the bridge ends, each topic's counters
+//! (messages, gaps, refusals, drops) go to standard output as one JSON line; a reader that goes
+//! away ends the bridge quietly.
+//!
+//! Endpoints, topics, options, keys and the prefix are checked before anything starts: a
+//! mistake is a usage error (exit code 2) in one line naming the flag, or the file's field.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
-use shmcast_zenoh::{Bridge, BridgeConfig, Direction, SessionMode, TopicConfig, TopicStats};
+use shmcast_zenoh::{
+    Bridge, BridgeConfig, BridgeError, ConfigError, Direction, SessionMode, TopicConfig,
+    TopicStats, check_endpoint,
+};
 
 use crate::Place;
 use crate::exit::Failure;
@@ -24,19 +33,20 @@ pub struct Args {
     /// Import a Zenoh key into a local topic (repeatable): TOPIC[,OPTION...], see below.
     #[arg(long, value_name = "SPEC")]
     import: Vec<String>,
-    /// A Zenoh endpoint to listen on, such as tcp/0.0.0.0:7447 (repeatable).
+    /// A Zenoh endpoint to listen on, tcp/HOST:PORT such as tcp/0.0.0.0:7447 (repeatable).
     #[arg(long, value_name = "ENDPOINT")]
     listen: Vec<String>,
-    /// A Zenoh endpoint to connect to, such as tcp/192.0.2.7:7447 (repeatable).
+    /// A Zenoh endpoint to connect to, tcp/HOST:PORT such as tcp/192.0.2.7:7447 (repeatable;
+    /// one that cannot be reached is retried, and reported once on standard error).
     #[arg(long, value_name = "ENDPOINT")]
     connect: Vec<String>,
-    /// Join Zenoh as a peer or as a client of a router (default: peer).
+    /// Join Zenoh as a peer or as a client of a router, which --connect names (default: peer).
     #[arg(long, value_enum, value_name = "MODE")]
     mode: Option<Mode>,
     /// Let Zenoh find peers by multicast and gossip scouting (default: only the endpoints).
     #[arg(long)]
     scouting: bool,
-    /// The key prefix of topics without a key= option (default: shmcast).
+    /// The key prefix of topics without a key= option (default: shmcast; not empty).
     #[arg(long, value_name = "PREFIX")]
     prefix: Option<String>,
     /// A JSON configuration (session and topics); flags add topics and endpoints to it.
@@ -56,6 +66,7 @@ enum Mode {
 }
 
 const TOPIC_SPEC: &str = "\
+A topic is named as `shmcast pub` takes it (A-Z a-z 0-9 . _ -); a socket path needs key=.
 Topic options (comma-separated after the topic name):
   reliable              gating local subscriber, blocking Zenoh puts: nothing lost while the path
                         exists; the local publisher waits for the network up to its stall bound
@@ -66,7 +77,7 @@ Topic options (comma-separated after the topic name):
   pod=NAME:SIZE:ALIGN   import: the local topic declares this Pod type
   bytes                 import: the local topic declares plain bytes
   max-message=BYTES     import: the local topic's largest message
-  capacity=BYTES        import: the local ring's size
+  capacity=BYTES        import: the local ring's size, a power of two from 64 bytes to 1 TiB
 An import whose contract is not fully given adopts the first remote message's.
 
 Gaps in an import's remote sequence numbers are counted in its `gaps` and shown on this host by
@@ -81,42 +92,65 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
             "bridge: nothing to bridge: give --export, --import or --config with topics",
         ));
     }
+    let every = match args.stats {
+        s if s > 0.0 => Some(crate::exit::seconds("--stats", s)?),
+        _ => None,
+    };
     // Before any thread exists, so that Zenoh's threads do not take the signals.
     let signals = crate::signals::block().map_err(|e| Failure::other("bridge", e))?;
     let bridge = Bridge::builder(config)
-        .on_event(|e| eprintln!("shmcast bridge: {e}"))
+        .on_event(|e| say(format_args!("shmcast bridge: {e}")))
         .start()
         .map_err(|e| match e {
-            shmcast_zenoh::BridgeError::Config(c) => Failure::usage(format!("bridge: {c}")),
+            BridgeError::Config(c) => Failure::usage(format!("bridge: {c}")),
             e => Failure::other("bridge", e),
         })?;
     let signal = signals
         .flag_on_signal()
         .map_err(|e| Failure::other("bridge", e))?;
-    eprintln!(
+    say(format_args!(
         "shmcast bridge: running as {:016x} (Ctrl-C ends it)",
         bridge.id()
-    );
-    let every = (args.stats > 0.0).then(|| Duration::from_secs_f64(args.stats));
+    ));
     let mut next = Instant::now();
     while signal.load(Ordering::Relaxed) == 0 {
         if let Some(every) = every
             && Instant::now() >= next
         {
-            print_stats(bridge.stats());
+            if !print_stats(bridge.stats())? {
+                // The reader went away (`| head`): nothing more to print, so the bridge ends.
+                bridge.stop();
+                return Ok(());
+            }
             next += every;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     // The final counters, once no message can move them.
-    print_stats(bridge.stop());
+    print_stats(bridge.stop())?;
     Ok(())
 }
 
-fn print_stats(stats: Vec<TopicStats>) {
+/// Prints one JSON line per topic; `false` once the reader has closed standard output (EPIPE,
+/// a quiet end), a failure for any other write error (a full disk).
+fn print_stats(stats: Vec<TopicStats>) -> Result<bool, Failure> {
+    let mut out = std::io::stdout().lock();
+    let mut text = String::new();
     for t in stats {
-        println!("{}", t.to_json());
+        text.push_str(&t.to_json().to_string());
+        text.push('\n');
     }
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(Failure::other("bridge: writing standard output", e)),
+    }
+}
+
+/// One line on standard error; a failure to write it is ignored, as there is nowhere left to
+/// tell it.
+fn say(line: std::fmt::Arguments<'_>) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 fn configuration(place: &Place, args: &Args) -> Result<BridgeConfig, Failure> {
@@ -136,11 +170,26 @@ fn configuration(place: &Place, args: &Args) -> Result<BridgeConfig, Failure> {
         };
     }
     if let Some(prefix) = &args.prefix {
+        BridgeConfig::check_prefix(prefix).map_err(|e| flag("--prefix", prefix, e))?;
         config.prefix = prefix.clone();
     }
     config.scouting |= args.scouting;
-    config.listen.extend(args.listen.iter().cloned());
-    config.connect.extend(args.connect.iter().cloned());
+    for (flag_name, given, into) in [
+        ("--listen", &args.listen, &mut config.listen),
+        ("--connect", &args.connect, &mut config.connect),
+    ] {
+        for endpoint in given {
+            check_endpoint(endpoint)
+                .map_err(|why| Failure::usage(format!("{flag_name} {endpoint}: {why}")))?;
+            into.push(endpoint.clone());
+        }
+    }
+    if config.mode == SessionMode::Client && config.connect.is_empty() && !config.scouting {
+        return Err(Failure::usage(
+            "--mode client: a client joins Zenoh through a router: give --connect ENDPOINT \
+             (or --scouting to find one)",
+        ));
+    }
     if let Some(dir) = &place.dir {
         config.directory = Some(dir.clone());
     }
@@ -154,5 +203,19 @@ fn configuration(place: &Place, args: &Args) -> Result<BridgeConfig, Failure> {
             config.topics.push(t);
         }
     }
+    // Everything else a bridge would refuse when it starts, refused before anything starts.
+    config
+        .validate()
+        .map_err(|e| Failure::usage(format!("bridge: {e}")))?;
     Ok(config)
+}
+
+/// A usage error about `flag VALUE`: what the value must be.
+fn flag(flag: &str, value: &str, e: ConfigError) -> Failure {
+    match e {
+        ConfigError::Field { expected, .. } => {
+            Failure::usage(format!("{flag} {value:?}: {expected}"))
+        }
+        e => Failure::usage(format!("{flag} {value:?}: {e}")),
+    }
 }

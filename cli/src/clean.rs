@@ -6,6 +6,7 @@ use serde_json::json;
 
 use crate::Place;
 use crate::exit::Failure;
+use crate::out::{self, Stdout, Written};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -34,17 +35,20 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
         match shmcast::remove_stale(&path) {
             Ok(()) => removed.push(path),
             // Replaced by a live publisher meanwhile, or gone: not ours to remove any more.
-            Err(e) => eprintln!("shmcast: {}: kept: {e}", path.display()),
+            Err(e) => out::warn(format_args!("shmcast: {}: kept: {e}", path.display())),
         }
     }
+    let mut out = Stdout::new();
     if args.json {
         let key = if args.dry_run { "stale" } else { "removed" };
         let paths: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
-        println!("{}", json!({ key: paths }));
+        let _ = out.line(json!({ key: paths }))?;
     } else {
         let verb = if args.dry_run { "stale" } else { "removed" };
         for path in &removed {
-            println!("{verb} {}", path.display());
+            if out.line(format_args!("{verb} {}", path.display()))? == Written::Closed {
+                break;
+            }
         }
     }
     Ok(())

@@ -1,15 +1,15 @@
 //! `shmcast echo TOPIC`: subscribe and print each message (text, hex or JSON lines), reporting
 //! lags and a demotion inline; ends after `--count` messages or when the publisher ends.
 
-use std::io::Write;
-
 use clap::ValueEnum;
 use serde_json::json;
 use shmcast::{Mode, RecvError, Start, Subscriber};
 
 use crate::Place;
-use crate::exit::{self, Failure};
+use crate::exit::Failure;
 use crate::format::{self, Format};
+use crate::out::{self, Stdout, Written};
+use crate::{subscribe, words};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -30,7 +30,8 @@ pub struct Args {
     /// The same as `--format json`, as on every read command.
     #[arg(long, conflicts_with = "format")]
     json: bool,
-    /// Wait up to this many seconds for a publisher to appear (default: fail at once).
+    /// Wait up to this many seconds for a publisher to appear (default: fail at once), and
+    /// for its answer no longer than that (at least 0.2 s, at most the default 5 s).
     #[arg(long, value_name = "SECS")]
     wait: Option<f64>,
     /// Refuse a topic that does not declare this schema (`NAME@VERSION`); exit code 6.
@@ -61,18 +62,12 @@ pub fn run(place: &Place, mut args: Args) -> Result<(), Failure> {
             From::Newest => Start::Newest,
             From::Oldest => Start::Oldest,
         });
-    if let Some(dir) = &place.dir {
-        builder = builder.directory(dir);
-    }
-    if let Some(secs) = args.wait {
-        builder = builder.connect_timeout(exit::seconds("--wait", secs)?);
-    }
     if let Some(spec) = &args.expect_schema {
         let (name, version) = parse_schema(spec)?;
         builder = builder.expect_schema(name, version);
     }
-    let mut sub = builder.connect().map_err(|e| Failure::connect(topic, e))?;
-    let mut out = std::io::stdout().lock();
+    let mut sub = subscribe::connect(place, topic, args.wait, builder)?;
+    let mut out = Stdout::about(topic);
     let mut received = 0u64;
     while args.count.is_none_or(|n| received < n) {
         let line = match sub.recv() {
@@ -86,8 +81,8 @@ pub fn run(place: &Place, mut args: Args) -> Result<(), Failure> {
             Err(e) => return Err(Failure::recv(topic, e)),
         };
         let Some(line) = line else { continue };
-        // A closed pipe (`| head`) ends the command quietly.
-        if writeln!(out, "{line}").is_err() {
+        // A closed pipe (`| head`) ends the command quietly; a full disk is a failure.
+        if out.line(line)? == Written::Closed {
             return Ok(());
         }
     }
@@ -104,8 +99,11 @@ fn notice(format: Format, topic: &str, lagged: Option<u64>) -> Option<String> {
         });
     }
     match lagged {
-        Some(n) => eprintln!("shmcast: {topic}: missed {n} messages"),
-        None => eprintln!("shmcast: {topic}: too slow, demoted to lossy"),
+        Some(n) => out::warn(format_args!(
+            "shmcast: {topic}: missed {}",
+            words::count(n, "message")
+        )),
+        None => out::warn(format_args!("shmcast: {topic}: too slow, demoted to lossy")),
     }
     None
 }

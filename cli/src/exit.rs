@@ -6,14 +6,16 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::time::Duration;
 
-use shmcast::{BindError, ConnectError, DirSource, InspectError, RecvError};
+use shmcast::{
+    BindError, ConfigError, ConnectError, DirSource, InspectError, RecvError, TopicError,
+};
 
 /// The documented exit codes (see `shmcast --help`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exit {
     /// Any other error.
     Other = 1,
-    /// The command line is wrong (clap exits with 2 itself).
+    /// The command line or a setting is wrong (clap exits with 2 itself).
     Usage = 2,
     /// No publisher serves the topic.
     Missing = 3,
@@ -54,6 +56,7 @@ impl Failure {
         match &e {
             InspectError::NoPublisher { path, dir } => return no_publisher(topic, path, *dir),
             InspectError::Stale(path) => return stale(topic, path),
+            InspectError::Topic(e) => return Failure::topic(topic, e),
             _ => {}
         }
         let code = match &e {
@@ -84,6 +87,13 @@ impl Failure {
                 return stale(topic, path);
             }
             ConnectError::NoPublisher { path, dir } => return no_publisher(topic, path, *dir),
+            ConnectError::Topic(e) => return Failure::topic(topic, e),
+            ConnectError::InvalidExpectation(e) => {
+                return Failure::usage(format!("{topic}: --expect-schema: {e}"));
+            }
+            ConnectError::InvalidOption { option, reason } => {
+                return Failure::usage(format!("{topic}: {}: {reason}", flag(option)));
+            }
             ConnectError::Refused { .. }
             | ConnectError::UntrustedPublisher { .. }
             | ConnectError::Protocol(_)
@@ -94,9 +104,41 @@ impl Failure {
         Failure::new(code, format!("{topic}: {e}"))
     }
 
-    /// Why publishing on `topic` could not start.
+    /// Why publishing on `topic` could not start: a wrong `--capacity`, `--max-message`,
+    /// `--schema` or topic name is a usage error, in the command's terms.
     pub fn bind(topic: &str, e: BindError) -> Failure {
-        Failure::other(topic, e)
+        let message = match &e {
+            BindError::Topic(e) => return Failure::topic(topic, e),
+            BindError::Config(ConfigError::Capacity(c)) => format!(
+                "--capacity {c}: the ring's capacity must be a power of two from {} to {}",
+                crate::words::bytes(MIN_CAPACITY),
+                crate::words::bytes(MAX_CAPACITY)
+            ),
+            BindError::Config(ConfigError::MaxPayload { max_payload, limit }) => format!(
+                "--max-message {max_payload}: too large for the ring: at most {limit} bytes \
+                 (two messages must fit; a larger --capacity allows more)"
+            ),
+            BindError::InvalidOption { option, reason } => format!("{}: {reason}", flag(option)),
+            BindError::Contract(e) => format!("--schema: {e}"),
+            _ => return Failure::other(topic, e),
+        };
+        Failure::usage(format!("{topic}: {message}"))
+    }
+
+    /// Why `topic` names no usable socket path: a wrong name or setting is a usage error.
+    pub fn topic(topic: &str, e: &TopicError) -> Failure {
+        match e {
+            TopicError::PathTooLong { path, len, max } => Failure::usage(format!(
+                "{topic}: socket path {} is {len} bytes, more than the {max} a unix socket \
+                 address holds: use a shorter topic name or a shorter directory (--dir or \
+                 SHMCAST_DIR)",
+                path.display()
+            )),
+            TopicError::InvalidName(_)
+            | TopicError::NotASocket(_)
+            | TopicError::RelativeDirectory(_) => Failure::usage(format!("{topic}: {e}")),
+            _ => Failure::other(topic, e),
+        }
     }
 
     /// Why receiving from `topic` failed.
@@ -141,6 +183,16 @@ fn stale(topic: &str, path: &Path) -> Failure {
     )
 }
 
+/// The flag that sets a builder option the library names (`max_message`: `--max-message`).
+fn flag(option: &str) -> String {
+    format!("--{}", option.replace('_', "-"))
+}
+
+/// The ring capacities the library accepts (shmcast-core's `MIN_CAPACITY` and `MAX_CAPACITY`,
+/// which the `shmcast` crate does not re-export; `pub --capacity` tests pin them).
+const MIN_CAPACITY: u64 = 64;
+const MAX_CAPACITY: u64 = 1 << 40;
+
 /// The duration a flag gives in seconds, or a usage error naming the flag.
 pub fn seconds(flag: &str, secs: f64) -> Result<Duration, Failure> {
     Duration::try_from_secs_f64(secs)
@@ -155,8 +207,9 @@ fn is_socket(path: &Path) -> bool {
 pub const EXIT_CODES: &str = "\
 Exit codes:
   0  success
-  1  any other error
-  2  usage error (a wrong command line)
+  1  any other error (output that could not be written included; a closed pipe is not one)
+  2  usage error: a wrong command line or setting (--capacity not a power of two, an invalid
+     topic name, a relative SHMCAST_DIR)
   3  missing topic: no publisher serves it
   4  stale topic: its socket was left by a publisher that died (`shmcast clean` removes it)
   5  refused or mismatched peer: the publisher refused us, is not trusted, or speaks another

@@ -1,8 +1,9 @@
 //! `shmcast hz TOPIC`: a lossy subscriber (it never slows the publisher) that reports the
 //! topic's rate every `--interval`: messages/s, bytes/s, shortest, longest and mean interval
-//! and its standard deviation, and messages missed, over the last `--window` messages.
+//! and its standard deviation, and messages missed, over the last `--window` messages. With
+//! `--duration`, the last report comes at its end, after the last full interval or a part of
+//! one.
 
-use std::io::Write;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -10,56 +11,57 @@ use shmcast::{Mode, RecvError, Subscriber};
 
 use crate::Place;
 use crate::exit::{self, Failure};
+use crate::flags;
+use crate::out::{Stdout, Written};
+use crate::subscribe;
 use crate::window::{Rates, Window};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The topic: a name in the topic directory, or a socket path.
     topic: String,
-    /// Messages the rates are measured over.
-    #[arg(long, short, default_value_t = 1000, value_name = "N")]
-    window: usize,
+    /// Messages the rates are measured over (at least 2: a rate needs two arrivals).
+    #[arg(long, short, default_value_t = 1000, value_name = "N",
+          value_parser = flags::at_least::<2>)]
+    window: u64,
     /// Time between two reports, in milliseconds.
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     interval: u64,
-    /// Stop this many seconds after connecting (default: when the publisher ends).
+    /// Stop this many seconds after connecting, with a last report (default: when the
+    /// publisher ends).
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
     /// Print one JSON object a report.
     #[arg(long)]
     json: bool,
-    /// Wait up to this many seconds for a publisher to appear (default: fail at once).
+    /// Wait up to this many seconds for a publisher to appear (default: fail at once), and
+    /// for its answer no longer than that (at least 0.2 s, at most the default 5 s).
     #[arg(long, value_name = "SECS")]
     wait: Option<f64>,
 }
 
 pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     let topic = args.topic.as_str();
-    let mut builder = Subscriber::builder(topic).mode(Mode::Lossy);
-    if let Some(dir) = &place.dir {
-        builder = builder.directory(dir);
-    }
-    if let Some(wait) = args.wait {
-        builder = builder.connect_timeout(exit::seconds("--wait", wait)?);
-    }
     let duration = args
         .duration
         .map(|d| exit::seconds("--duration", d))
         .transpose()?;
     let interval = Duration::from_millis(args.interval.max(1));
-    let mut sub = builder.connect().map_err(|e| Failure::connect(topic, e))?;
+    let builder = Subscriber::builder(topic).mode(Mode::Lossy);
+    let mut sub = subscribe::connect(place, topic, args.wait, builder)?;
+    let mut out = Stdout::about(topic);
     // The duration counts from the connection, not from the wait for a publisher before it.
     let start = Instant::now();
     let end = duration.map(|d| start + d);
-    let mut window = Window::new(args.window);
+    let mut window = Window::new(usize::try_from(args.window).unwrap_or(usize::MAX));
     let mut next_report = start + interval;
     loop {
         let now = Instant::now();
-        if end.is_some_and(|e| now >= e) {
-            return Ok(());
-        }
-        if now >= next_report {
-            if !report(&args, window.rates()) {
+        let ended = end.is_some_and(|e| now >= e);
+        // A report is due at each interval, and at the end of the duration whether or not it
+        // ends an interval.
+        if now >= next_report || ended {
+            if report(&mut out, &args, window.rates())? == Written::Closed || ended {
                 return Ok(());
             }
             next_report += interval;
@@ -76,8 +78,8 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     }
 }
 
-/// Prints one report; `false` when standard output is closed.
-fn report(args: &Args, rates: Option<Rates>) -> bool {
+/// Prints one report.
+fn report(out: &mut Stdout, args: &Args, rates: Option<Rates>) -> Result<Written, Failure> {
     let line = match (args.json, rates) {
         (true, Some(r)) => json!({
             "topic": args.topic,
@@ -107,7 +109,7 @@ fn report(args: &Args, rates: Option<Rates>) -> bool {
         ),
         (false, None) => format!("{}: no messages yet", args.topic),
     };
-    writeln!(std::io::stdout().lock(), "{line}").is_ok()
+    out.line(line)
 }
 
 fn ms(d: Duration) -> f64 {

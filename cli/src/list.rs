@@ -11,14 +11,17 @@ use shmcast::{InspectError, TopicInfo};
 
 use crate::Place;
 use crate::exit::Failure;
-use crate::{snapshot, table};
+use crate::out::Stdout;
+use crate::peer::{self, Listener};
+use crate::{snapshot, table, words};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Print one JSON array instead of a table.
     #[arg(long)]
     json: bool,
-    /// Time between the two snapshots the rate is measured over, in milliseconds.
+    /// Time between the two snapshots the rate is measured over, in milliseconds; 0 measures
+    /// no rate (RATE is `-`).
     #[arg(long, default_value_t = 200, value_name = "MS")]
     interval: u64,
     /// How long to wait for each publisher's answer, in milliseconds.
@@ -32,6 +35,8 @@ struct Entry {
     path: PathBuf,
     state: Result<TopicInfo, InspectError>,
     rate: Option<f64>,
+    /// Who listens on a socket whose publisher did not answer.
+    listener: Option<Listener>,
 }
 
 pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
@@ -44,9 +49,16 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
             name,
             path,
             rate: None,
+            listener: None,
         })
         .collect();
-    if entries.iter().any(|e| e.state.is_ok()) {
+    for e in &mut entries {
+        if matches!(e.state, Err(InspectError::Timeout)) {
+            e.listener = peer::listener(&e.path);
+        }
+    }
+    // One snapshot has no rate: a rate of 0 would claim the publisher is idle.
+    if args.interval > 0 && entries.iter().any(|e| e.state.is_ok()) {
         std::thread::sleep(Duration::from_millis(args.interval));
         for e in &mut entries {
             if let Ok(first) = &e.state
@@ -57,13 +69,14 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
             }
         }
     }
+    let mut out = Stdout::new();
     if args.json {
         let all: Vec<Value> = entries.iter().map(entry_json).collect();
-        println!("{}", Value::Array(all));
+        let _ = out.line(Value::Array(all))?;
         return Ok(());
     }
     if entries.is_empty() {
-        println!("no topics in {}", dir.display());
+        let _ = out.line(format_args!("no topics in {}", dir.display()))?;
         return Ok(());
     }
     let rows: Vec<Vec<String>> = entries.iter().map(entry_cells).collect();
@@ -71,7 +84,7 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
         "TOPIC", "STATE", "ORIGIN", "PID", "UID", "EXE", "CONTRACT", "CAPACITY", "SUBS",
         "MESSAGES", "RATE",
     ];
-    print!("{}", table::render(&header, &rows));
+    let _ = out.write(&table::render(&header, &rows))?;
     Ok(())
 }
 
@@ -113,11 +126,13 @@ fn rate(first: &TopicInfo, second: &TopicInfo) -> Option<f64> {
     (dt > 0.0).then(|| dn as f64 / dt)
 }
 
-fn state_name(state: &Result<TopicInfo, InspectError>) -> &'static str {
-    match state {
+/// The STATE column, as `list --help` describes it.
+fn state_name(e: &Entry) -> &'static str {
+    match &e.state {
         Ok(_) => "live",
         Err(InspectError::Stale(_)) => "stale",
         Err(InspectError::Refused { .. } | InspectError::UntrustedPublisher { .. }) => "refused",
+        Err(InspectError::Timeout) => e.listener.as_ref().map_or("no answer", Listener::state),
         Err(_) => "error",
     }
 }
@@ -126,7 +141,7 @@ fn entry_json(e: &Entry) -> Value {
     let mut v = json!({
         "topic": e.name,
         "path": e.path.display().to_string(),
-        "state": state_name(&e.state),
+        "state": state_name(e),
     });
     match &e.state {
         Ok(info) => {
@@ -140,13 +155,18 @@ fn entry_json(e: &Entry) -> Value {
             v["rate"] = json!(e.rate);
         }
         Err(InspectError::Stale(_)) => {}
-        Err(err) => v["error"] = json!(err.to_string()),
+        Err(err) => {
+            if let Some(l) = &e.listener {
+                v["publisher"] = snapshot::process_json(&l.process);
+            }
+            v["error"] = json!(err.to_string());
+        }
     }
     v
 }
 
 fn entry_cells(e: &Entry) -> Vec<String> {
-    let mut cells = vec![e.name.clone(), state_name(&e.state).to_owned()];
+    let mut cells = vec![e.name.clone(), state_name(e).to_owned()];
     match &e.state {
         Ok(info) => cells.extend([
             snapshot::origin(info).to_owned(),
@@ -154,12 +174,24 @@ fn entry_cells(e: &Entry) -> Vec<String> {
             info.publisher.uid.to_string(),
             snapshot::exe(&info.publisher),
             snapshot::contract(&info.contract),
-            snapshot::bytes(info.capacity),
+            words::bytes(info.capacity),
             info.subscriber_count.to_string(),
             info.counters.messages.to_string(),
             e.rate.map_or("-".into(), |r| format!("{r:.1}/s")),
         ]),
-        Err(_) => cells.extend(std::iter::repeat_n("-".to_owned(), 9)),
+        Err(_) => match &e.listener {
+            // Who did not answer, for `kill -CONT` or a debugger.
+            Some(l) => {
+                cells.push("-".to_owned());
+                cells.extend([
+                    snapshot::pid(&l.process),
+                    l.process.uid.to_string(),
+                    snapshot::exe(&l.process),
+                ]);
+                cells.extend(std::iter::repeat_n("-".to_owned(), 5));
+            }
+            None => cells.extend(std::iter::repeat_n("-".to_owned(), 9)),
+        },
     }
     cells
 }

@@ -13,16 +13,21 @@ mod bridge;
 mod clean;
 mod echo;
 mod exit;
+mod flags;
 mod format;
 mod hz;
 mod list;
+mod out;
+mod peer;
 mod progress;
 mod publish;
 mod signals;
 mod snapshot;
 mod stat;
+mod subscribe;
 mod table;
 mod window;
+mod words;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,7 +35,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use exit::{EXIT_CODES, Failure};
+use exit::{EXIT_CODES, Exit, Failure};
 
 /// See, drive and diagnose shmcast topics: zero-copy one-to-many messaging between processes.
 ///
@@ -53,10 +58,17 @@ struct Cli {
 enum Command {
     /// Every topic in the directory: live or stale, local or imported, its publisher, contract,
     /// capacity, subscribers, messages published and current rate.
+    ///
+    /// STATE is one of: `live` (its publisher answered); `stale` (a socket left by a publisher
+    /// that died: `shmcast clean` removes it); `stopped` (its publisher's process is stopped by
+    /// a signal or a debugger, so it cannot answer: PID says which; `kill -CONT PID` resumes
+    /// it); `no answer` (its publisher did not answer within --timeout: busy, or overloaded);
+    /// `refused` (its publisher refused us or is not trusted); `error` (anything else: --json
+    /// says what). Columns a publisher did not answer are `-`.
     List(list::Args),
     /// A publisher's counters (with the messages lost upstream, before they reached it: a
     /// bridged topic's gaps) and one row per subscriber: pid, executable, mode, lag, parked,
-    /// busy or stopped, received, lagged. Also `inspect`.
+    /// busy or stopped, received, lagged.
     #[command(visible_alias = "inspect")]
     Stat(stat::Args),
     /// Print a topic's messages (text, hex or JSON lines), reporting lags inline.
@@ -95,13 +107,34 @@ impl Place {
             Some(dir) => Ok(dir.clone()),
             None => shmcast::TopicDir::from_env()
                 .map(|d| d.path)
-                .map_err(|e| Failure::other("topic directory", e)),
+                .map_err(|e| Failure::topic("topic directory", &e)),
         }
+    }
+
+    /// The socket path `topic` names here (`None`: the topic directory is unknown).
+    pub fn socket_path(&self, topic: &str) -> Option<PathBuf> {
+        if topic.contains('/') {
+            return Some(PathBuf::from(topic));
+        }
+        self.directory().ok().map(|d| d.join(topic))
     }
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help, the version, or a wrong command line (exit code 2), printed by clap; what it
+        // could not print is an error of its own (a closed pipe is not: the reader is done).
+        Err(e) => {
+            return match e.print() {
+                Err(io) if !e.use_stderr() && io.kind() != std::io::ErrorKind::BrokenPipe => {
+                    out::warn(format_args!("shmcast: writing the help: {io}"));
+                    ExitCode::from(Exit::Other as u8)
+                }
+                _ => ExitCode::from(e.exit_code().clamp(0, 255) as u8),
+            };
+        }
+    };
     let place = Place { dir: cli.dir };
     let result = match cli.command {
         Command::List(args) => list::run(&place, args),
@@ -115,7 +148,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("shmcast: {}", failure.message);
+            out::warn(format_args!("shmcast: {}", failure.message));
             ExitCode::from(failure.code as u8)
         }
     }

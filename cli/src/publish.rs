@@ -2,9 +2,15 @@
 //! feed; with `--hex`, each line is hex), or with `--rate`/`--size` synthetic messages paced at
 //! a rate. `--wait-subscribers N` waits for N subscribers before the first message, since
 //! messages published before a subscriber connects never reach it. Ctrl-C or SIGTERM ends it
-//! as cleanly as the end of its input (`signals`): no stale socket is left.
+//! as cleanly as the end of its input (`signals`): no stale socket is left, and the same
+//! summary is printed.
+//!
+//! A line is read up to the largest message and no further: a longer one (a file without line
+//! feeds, say) is refused by its line number without being held in memory.
 
-use std::io::BufRead;
+use std::io::{self, BufRead};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use shmcast::Publisher;
@@ -13,7 +19,9 @@ use crate::Place;
 use crate::echo::parse_schema;
 use crate::exit::{self, Failure};
 use crate::format;
-use crate::progress::Progress;
+use crate::out;
+use crate::progress::{CLEAR_LINE, Progress};
+use crate::words;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -28,7 +36,8 @@ pub struct Args {
     /// without --rate, as fast as the subscribers allow.
     #[arg(long, value_name = "BYTES")]
     size: Option<usize>,
-    /// Stop after this many synthetic messages (default: never).
+    /// Stop after this many messages (default: at the end of standard input; never with
+    /// --rate or --size).
     #[arg(long, short = 'n', value_name = "N")]
     count: Option<u64>,
     /// Wait for this many subscribers before the first message.
@@ -37,13 +46,14 @@ pub struct Args {
     /// How long --wait-subscribers waits, in seconds.
     #[arg(long, default_value_t = 60.0, value_name = "SECS")]
     wait_timeout: f64,
-    /// Read each line of standard input as hex (binary messages).
-    #[arg(long)]
+    /// Read each line of standard input as hex (binary messages); not with --rate or --size.
+    #[arg(long, conflicts_with_all = ["rate", "size"])]
     hex: bool,
-    /// The ring's capacity in bytes.
+    /// The ring's capacity in bytes: a power of two from 64 to 2^40 (1 TiB).
     #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
     capacity: u64,
-    /// The largest message in bytes (default: a quarter of the capacity).
+    /// The largest message in bytes, at least 1 and at most half the capacity less 16
+    /// (default: a quarter of the capacity). A longer line of standard input is refused.
     #[arg(long, value_name = "BYTES")]
     max_message: Option<u64>,
     /// Declare that the topic carries this schema (`NAME@VERSION`).
@@ -91,49 +101,161 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     // Before the publisher starts its server thread, which inherits the blocked signals.
     let signals = crate::signals::block().map_err(|e| Failure::other(topic, e))?;
     let mut publisher = builder.bind().map_err(|e| Failure::bind(topic, e))?;
+    // What the signal thread reports: the count as it stood when the signal came.
+    let sent = Arc::new(AtomicU64::new(0));
+    let seen = sent.clone();
+    let name = topic.to_owned();
+    let live = Progress::on_stderr().is_live();
     signals
-        .remove_on_signal(publisher.path())
+        .remove_on_signal(publisher.path(), move || {
+            if live {
+                out::warn_raw(CLEAR_LINE);
+            }
+            out::warn(summary(&name, seen.load(Ordering::Relaxed)));
+        })
         .map_err(|e| Failure::other(topic, e))?;
     if let Some(n) = args.wait_subscribers {
-        publisher
-            .wait_for_subscribers(n, wait)
-            .map_err(|e| Failure::other(topic, e))?;
+        publisher.wait_for_subscribers(n, wait).map_err(|e| {
+            Failure::other(
+                topic,
+                format!(
+                    "timed out after {} waiting for {} ({} connected)",
+                    words::duration(e.waited),
+                    words::count(e.wanted as u64, "subscriber"),
+                    e.connected
+                ),
+            )
+        })?;
     }
     let mut progress = Progress::on_stderr();
-    let sent = if args.rate.is_some() || args.size.is_some() {
-        synthetic(&mut publisher, &args, &mut progress)?
+    let done = if args.rate.is_some() || args.size.is_some() {
+        synthetic(&mut publisher, &args, &mut progress, &sent)
     } else {
-        lines(&mut publisher, &args, &mut progress)?
+        lines(&mut publisher, &args, &mut progress, &sent)
     };
     progress.finish();
-    eprintln!("shmcast: {topic}: published {sent} messages");
+    done?;
+    out::warn(summary(topic, sent.load(Ordering::Relaxed)));
     Ok(())
 }
 
-/// Publishes each line of standard input; returns how many.
-fn lines(p: &mut Publisher, args: &Args, progress: &mut Progress) -> Result<u64, Failure> {
+/// The line `pub` ends with: `shmcast: TOPIC: published N messages`.
+fn summary(topic: &str, sent: u64) -> String {
+    format!(
+        "shmcast: {topic}: published {}",
+        words::count(sent, "message")
+    )
+}
+
+/// Publishes each line of standard input (up to `--count`), counting them in `sent`.
+fn lines(
+    p: &mut Publisher,
+    args: &Args,
+    progress: &mut Progress,
+    sent: &AtomicU64,
+) -> Result<(), Failure> {
     let topic = args.topic.as_str();
-    let mut sent = 0u64;
-    for line in std::io::stdin().lock().split(b'\n') {
-        let line = line.map_err(|e| Failure::other(topic, format!("standard input: {e}")))?;
+    let max = p.max_message();
+    // A hex line holds two digits a byte, and whitespace between them.
+    let limit = if args.hex {
+        max.saturating_mul(3).saturating_add(64)
+    } else {
+        max
+    };
+    let too_long = |number: u64| {
+        Failure::other(
+            topic,
+            format!(
+                "line {number} of standard input is longer than the largest message, {} \
+                 (--max-message sets it, up to half the --capacity)",
+                words::count(max as u64, "byte")
+            ),
+        )
+    };
+    let mut input = io::stdin().lock();
+    let mut line = Vec::new();
+    let mut number = 0u64;
+    let mut count = 0u64;
+    while args.count.is_none_or(|n| count < n) {
+        number += 1;
+        match read_line(&mut input, &mut line, limit)
+            .map_err(|e| Failure::other(topic, format!("standard input: {e}")))?
+        {
+            Line::End => break,
+            Line::TooLong => return Err(too_long(number)),
+            Line::Read => {}
+        }
         let payload = if args.hex {
             let text = String::from_utf8_lossy(&line);
-            format::parse_hex(&text).map_err(|e| Failure::other(topic, e))?
+            let bytes = format::parse_hex(&text)
+                .map_err(|e| Failure::other(topic, format!("line {number}: {e}")))?;
+            if bytes.len() > max {
+                return Err(too_long(number));
+            }
+            std::borrow::Cow::Owned(bytes)
         } else {
-            line
+            std::borrow::Cow::Borrowed(&line[..])
         };
         p.send(&payload).map_err(|e| Failure::other(topic, e))?;
-        sent += 1;
-        progress.update(|| format!("{topic}: published {sent} messages"));
+        count += 1;
+        sent.store(count, Ordering::Relaxed);
+        progress.update(|| format!("{topic}: published {}", words::count(count, "message")));
     }
-    Ok(sent)
+    Ok(())
+}
+
+/// What [`read_line`] found.
+#[derive(Debug, PartialEq, Eq)]
+enum Line {
+    /// A line, without its line feed (the last one of the input may have none).
+    Read,
+    /// A line longer than the limit; what was read of it is dropped, the rest left unread.
+    TooLong,
+    /// The end of the input.
+    End,
+}
+
+/// Reads the next line of `input` into `line`, holding at most `limit` bytes of it.
+fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>, limit: usize) -> io::Result<Line> {
+    line.clear();
+    let mut started = false;
+    loop {
+        let buf = match input.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok(if started { Line::Read } else { Line::End });
+        }
+        started = true;
+        let (chunk, feed) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], true),
+            None => (buf, false),
+        };
+        if line.len() + chunk.len() > limit {
+            line.clear();
+            return Ok(Line::TooLong);
+        }
+        line.extend_from_slice(chunk);
+        let used = chunk.len() + usize::from(feed);
+        input.consume(used);
+        if feed {
+            return Ok(Line::Read);
+        }
+    }
 }
 
 /// How late a paced message may be and still be made up for by the ones after it.
 const MAX_CATCH_UP: Duration = Duration::from_millis(100);
 
-/// Publishes numbered messages of `--size` bytes at `--rate`; returns how many.
-fn synthetic(p: &mut Publisher, args: &Args, progress: &mut Progress) -> Result<u64, Failure> {
+/// Publishes numbered messages of `--size` bytes at `--rate`, counting them in `sent`.
+fn synthetic(
+    p: &mut Publisher,
+    args: &Args,
+    progress: &mut Progress,
+    sent_total: &AtomicU64,
+) -> Result<(), Failure> {
     let topic = args.topic.as_str();
     let size = args.size.unwrap_or(8);
     let period = args.rate.map(|r| Duration::from_secs_f64(1.0 / r));
@@ -160,10 +282,34 @@ fn synthetic(p: &mut Publisher, args: &Args, progress: &mut Progress) -> Result<
         loan[n..].fill(0);
         loan.publish();
         sent += 1;
+        sent_total.store(sent, Ordering::Relaxed);
         progress.update(|| {
             let rate = sent as f64 / start.elapsed().as_secs_f64().max(1e-9);
-            format!("{topic}: published {sent} messages ({rate:.1}/s)")
+            format!(
+                "{topic}: published {} ({rate:.1}/s)",
+                words::count(sent, "message")
+            )
         });
     }
-    Ok(sent)
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Line, read_line};
+
+    #[test]
+    fn lines_are_read_up_to_the_limit() {
+        let mut input: &[u8] = b"ab\n\nabcd\nabcde\nxy";
+        let mut line = Vec::new();
+        let mut next = |line: &mut Vec<u8>| read_line(&mut input, line, 4).unwrap();
+        assert_eq!((next(&mut line), &line[..]), (Line::Read, &b"ab"[..]));
+        assert_eq!((next(&mut line), &line[..]), (Line::Read, &b""[..]));
+        assert_eq!((next(&mut line), &line[..]), (Line::Read, &b"abcd"[..]));
+        assert_eq!(next(&mut line), Line::TooLong);
+        let mut input: &[u8] = b"xy";
+        assert_eq!(read_line(&mut input, &mut line, 4).unwrap(), Line::Read);
+        assert_eq!(line, b"xy");
+        assert_eq!(read_line(&mut input, &mut line, 4).unwrap(), Line::End);
+    }
 }

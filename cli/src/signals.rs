@@ -4,7 +4,8 @@
 //!
 //! The signals are blocked in every thread (before the publisher starts its own) and taken by
 //! one thread with `sigwait`, which has no async-signal-safety limits: it removes the socket
-//! if it is still the file this publisher bound, then exits with 128 + the signal's number.
+//! if it is still the file this publisher bound, says its last words (`pub`'s summary), then
+//! exits with 128 + the signal's number.
 #![allow(unsafe_code)]
 
 use std::io;
@@ -39,8 +40,12 @@ pub fn block() -> io::Result<Blocked> {
 
 impl Blocked {
     /// Starts the thread that, on a signal, removes the socket at `path` (if it is still the
-    /// file there now) and exits.
-    pub fn remove_on_signal(self, path: &Path) -> io::Result<()> {
+    /// file there now), calls `last_words`, and exits.
+    pub fn remove_on_signal(
+        self,
+        path: &Path,
+        last_words: impl FnOnce() + Send + 'static,
+    ) -> io::Result<()> {
         let meta = std::fs::symlink_metadata(path)?;
         let (path, id): (PathBuf, _) = (path.to_owned(), (meta.dev(), meta.ino()));
         std::thread::Builder::new()
@@ -57,6 +62,7 @@ impl Blocked {
                 if same {
                     let _ = std::fs::remove_file(&path);
                 }
+                last_words();
                 std::process::exit(128 + signal);
             })?;
         Ok(())

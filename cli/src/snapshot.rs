@@ -70,21 +70,11 @@ pub fn exe(p: &ProcessInfo) -> String {
 pub fn state(r: &SubscriberRow) -> &'static str {
     if r.parked {
         "parked"
-    } else if r.process.pid.is_some_and(stopped) {
+    } else if r.process.pid.is_some_and(crate::peer::stopped) {
         "stopped"
     } else {
         "busy"
     }
-}
-
-/// Whether process `pid` is stopped (state `T` or `t` in /proc/PID/stat).
-fn stopped(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        // "PID (COMM) STATE ...": COMM may hold anything, so the state follows the last ')'.
-        s.rfind(')')
-            .and_then(|i| s[i + 1..].trim_start().chars().next())
-            .is_some_and(|c| c == 'T' || c == 't')
-    })
 }
 
 pub fn row_json(r: &SubscriberRow) -> Value {
@@ -129,20 +119,4 @@ pub fn info_json(topic: &str, info: &TopicInfo) -> Value {
         "subscriber_count": info.subscriber_count,
         "subscribers": info.subscribers.iter().map(row_json).collect::<Vec<_>>(),
     })
-}
-
-/// A byte count in binary units (`64 KiB`).
-pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 || v.fract() == 0.0 {
-        format!("{v:.0} {}", UNITS[unit])
-    } else {
-        format!("{v:.1} {}", UNITS[unit])
-    }
 }

@@ -4,14 +4,14 @@
 //! imported topic says so. `--watch` refreshes it: in place on a terminal, as a new
 //! block (or JSON line) each time when piped.
 
-use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use shmcast::TopicInfo;
+use shmcast::{InspectError, TopicInfo};
 
 use crate::Place;
 use crate::exit::Failure;
-use crate::{snapshot, table};
+use crate::out::{self, Stdout, Written};
+use crate::{peer, snapshot, table, words};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -35,32 +35,33 @@ pub struct Args {
 }
 
 pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
-    let inspector = place.inspector(&args.topic, Duration::from_millis(args.timeout));
-    let first = inspector
-        .inspect()
-        .map_err(|e| Failure::inspect(&args.topic, e))?;
+    let timeout = Duration::from_millis(args.timeout);
+    let inspector = place.inspector(&args.topic, timeout);
+    let first = inspector.inspect().map_err(|e| match e {
+        InspectError::Timeout => peer::unanswered(place, &args.topic, timeout),
+        e => Failure::inspect(&args.topic, e),
+    })?;
+    let mut out = Stdout::about(&args.topic);
     if !args.watch {
-        print!("{}", render(&args, &first));
+        let _ = out.write(&render(&args, &first))?;
         return Ok(());
     }
-    let in_place = std::io::stdout().is_terminal() && !args.json;
+    let in_place = out.is_terminal() && !args.json;
     let mut info = first;
     let mut shown = 0u64;
     loop {
         let text = render(&args, &info);
-        let mut out = std::io::stdout().lock();
         let written = if in_place {
-            write!(out, "\x1b[H\x1b[2J{text}")
+            out.write(&format!("\x1b[H\x1b[2J{text}"))
         } else if args.json {
-            write!(out, "{text}")
+            out.write(&text)
         } else {
-            writeln!(out, "{text}")
+            out.line(text)
         };
-        // A closed pipe (`| head`) ends the watch.
-        if written.and_then(|()| out.flush()).is_err() {
+        // A closed pipe (`| head`) ends the watch; a full disk is a failure.
+        if written? == Written::Closed {
             return Ok(());
         }
-        drop(out);
         shown += 1;
         if args.count.is_some_and(|n| shown >= n) {
             return Ok(());
@@ -69,7 +70,10 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
         info = match inspector.inspect() {
             Ok(info) => info,
             Err(e) => {
-                eprintln!("shmcast: {}: {e}; stopped watching", args.topic);
+                out::warn(format_args!(
+                    "shmcast: {}: {e}; stopped watching",
+                    args.topic
+                ));
                 return Ok(());
             }
         };
@@ -96,7 +100,7 @@ fn render(args: &Args, info: &TopicInfo) -> String {
             .map_or("-".into(), |e| e.display().to_string()),
         info.uptime.as_secs_f64(),
         info.contract,
-        snapshot::bytes(info.capacity),
+        words::bytes(info.capacity),
         if info.imported {
             "; imported (republished from elsewhere)"
         } else {
@@ -127,7 +131,7 @@ fn render(args: &Args, info: &TopicInfo) -> String {
                 snapshot::mode(r).to_owned(),
                 snapshot::state(r).to_owned(),
                 r.lag_messages.to_string(),
-                snapshot::bytes(r.lag_bytes),
+                words::bytes(r.lag_bytes),
                 r.received.to_string(),
                 r.lagged.to_string(),
             ]

@@ -4,9 +4,10 @@
 
 mod common;
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 
 use common::{Proc, WATCHDOG, code, json, run, scratch, shmcast, wait_for};
 use serde_json::Value;
@@ -112,6 +113,28 @@ fn configurations_that_could_loop_or_mean_nothing_are_usage_errors() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown option"));
 }
 
+/// The words of the counters line of `stat`'s output (`messages 9120  wakes 310 ...`), without
+/// the numbers.
+fn counter_labels(stat: &str) -> Vec<String> {
+    stat.lines()
+        .find(|l| l.starts_with("messages "))
+        .unwrap_or_else(|| panic!("no counters line in {stat}"))
+        .split_whitespace()
+        .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The `shmcast stat ticks` sample of docs/bridge.md.
+fn documented_stat() -> String {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/bridge.md"))
+            .unwrap();
+    let start = doc.find("$ shmcast stat ticks\n").expect("the stat sample");
+    let end = start + doc[start..].find("```").unwrap();
+    doc[start..end].to_owned()
+}
+
 /// `stat TOPIC --json` once `done` holds for it.
 fn stat_until(dir: &Path, topic: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
     wait_for(what, WATCHDOG, || {
@@ -161,6 +184,12 @@ fn stat_on_the_importing_host_shows_the_gaps_the_bridge_counted() {
     assert_eq!(stat["upstream_lost"], 5, "{stat}");
     let text = String::from_utf8(run(shmcast(&b, &["stat", "ticks"])).stdout).unwrap();
     assert!(text.contains("lost upstream 5"), "{text}");
+    // docs/bridge.md shows this output: the same counters, in the same order.
+    assert_eq!(
+        counter_labels(&text),
+        counter_labels(&documented_stat()),
+        "docs/bridge.md's `shmcast stat` sample differs from the real output:\n{text}"
+    );
     assert!(text.contains("imported"), "{text}");
     let list = json(&run(shmcast(&b, &["list", "--json", "--interval", "0"])));
     assert_eq!(list[0]["topic"], "ticks");
@@ -184,4 +213,270 @@ fn stat_on_the_importing_host_shows_the_gaps_the_bridge_counted() {
     assert_eq!(last["gaps"], 5, "{last}");
     assert_eq!(last["gap_events"], 1, "{last}");
     drop((lines, publisher, exporter));
+}
+
+/// The standard error lines of a running process, as they arrive.
+fn stderr_lines(p: &mut Proc) -> Arc<Mutex<Vec<String>>> {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let err = p.0.stderr.take().unwrap();
+    let l = lines.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            l.lock().unwrap().push(line);
+        }
+    });
+    lines
+}
+
+/// How many of `lines` contain `text`.
+fn count(lines: &Mutex<Vec<String>>, text: &str) -> usize {
+    lines
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains(text))
+        .count()
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_the_bridge_quietly_and_a_full_disk_fails_it() {
+    let dir = scratch("bridge-pipe");
+    // `shmcast bridge --export z --stats 0.05 | head -n 1`
+    let mut bridge = Proc::spawn(shmcast(
+        &dir,
+        &["bridge", "--export", "z", "--stats", "0.05"],
+    ));
+    let mut first = String::new();
+    BufReader::new(bridge.0.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("\"topic\":\"z\""), "{first}");
+    // The reader is gone; the next print meets EPIPE.
+    let out = bridge.finish();
+    assert_eq!(code(&out), 0, "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+
+    // Any other write error is a failure in one line, exit code 1.
+    let mut full = shmcast(&dir, &["bridge", "--export", "z", "--stats", "0.05"]);
+    full.stdout(std::fs::File::create("/dev/full").unwrap());
+    let out = run(full);
+    assert_eq!(code(&out), 1, "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("shmcast: bridge: writing standard output: No space left"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Runs `shmcast bridge ARGS` and checks that it failed with `want` in one clean line: the
+/// flag named, no Zenoh source location and no Debug dump.
+fn refused(dir: &Path, args: &[&str], exit: i32, want: &str) {
+    let mut all = vec!["bridge"];
+    all.extend_from_slice(args);
+    let out = run(shmcast(dir, &all));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), exit, "{args:?}: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.contains("running as")).collect();
+    assert_eq!(lines.len(), 1, "{args:?}: {err}");
+    assert!(lines[0].contains(want), "{args:?}: {err}");
+    for leak in [".rs:", "/.cargo/", "Json5Err", "Location", "Single("] {
+        assert!(!err.contains(leak), "{args:?} shows {leak:?}: {err}");
+    }
+}
+
+#[test]
+fn bad_endpoints_modes_and_keys_are_usage_errors_in_one_clean_line() {
+    let dir = scratch("bridge-endpoints");
+    for (args, want) in [
+        (
+            &["--export", "a", "--listen", "127.0.0.1:7450"][..],
+            "--listen 127.0.0.1:7450: not an endpoint",
+        ),
+        (
+            &["--export", "a", "--listen", "tcp/127.0.0.1:99999"],
+            "--listen tcp/127.0.0.1:99999: port \"99999\" is not a number from 1 to 65535",
+        ),
+        (
+            &["--export", "a", "--connect", "udp/127.0.0.1:7450"],
+            "--connect udp/127.0.0.1:7450: protocol \"udp\" is not supported",
+        ),
+        (
+            &["--export", "a", "--connect", "tcp/127.0.0.1"],
+            "--connect tcp/127.0.0.1: \"127.0.0.1\" has no port",
+        ),
+        (
+            &["--export", "a,key=/x"],
+            "--export a,key=/x: key \"/x\": Invalid Key Expr",
+        ),
+        (&["--mode", "client", "--export", "a"], "--mode client:"),
+    ] {
+        refused(&dir, args, 2, want);
+    }
+    // The same endpoint check for a file.
+    let config = dir.join("c.json");
+    std::fs::write(
+        &config,
+        r#"{"listen": ["127.0.0.1:7450"], "topics": [{"topic": "a", "direction": "export"}]}"#,
+    )
+    .unwrap();
+    refused(
+        &dir,
+        &["--config", config.to_str().unwrap()],
+        2,
+        "c.json: listen: \"127.0.0.1:7450\": not an endpoint",
+    );
+    // A port in use is no usage error, but still one clean line.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("tcp/{}", taken.local_addr().unwrap());
+    refused(
+        &dir,
+        &["--export", "a", "--listen", &endpoint],
+        1,
+        &format!("cannot listen on {endpoint}: Address already in use"),
+    );
+    // So is a client whose router does not answer.
+    let nobody = format!("tcp/127.0.0.1:{}", free_port());
+    refused(
+        &dir,
+        &["--mode", "client", "--connect", &nobody, "--export", "a"],
+        1,
+        &format!("no router can be reached at {nobody}"),
+    );
+}
+
+#[test]
+fn invalid_topics_capacities_and_prefixes_are_refused_at_start() {
+    let dir = scratch("bridge-specs");
+    for (args, want) in [
+        (
+            &["--export", "bad name"][..],
+            "--export bad name: topic: invalid topic name \"bad name\"",
+        ),
+        (&["--import", ".hidden"], "invalid topic name \".hidden\""),
+        (
+            &["--import", "a,capacity=1000"],
+            "--import a,capacity=1000: capacity: 1000 is not a power of two",
+        ),
+        (&["--import", "a,capacity=32"], "not a power of two from 64"),
+        (
+            &["--import", "a,capacity=1024,max-message=1000"],
+            "max-message: 1000 is not from 1 to 496",
+        ),
+        (
+            &["--prefix", "", "--export", "a"],
+            "--prefix \"\": must not be empty",
+        ),
+        (&["--prefix", "a*", "--export", "a"], "--prefix \"a*\""),
+    ] {
+        refused(&dir, args, 2, want);
+    }
+    // The same checks for a file.
+    let config = dir.join("c.json");
+    for (json, want) in [
+        (
+            r#"{"topics": [{"topic": "bad name", "direction": "export"}]}"#,
+            "topics[0].topic: invalid topic name",
+        ),
+        (
+            r#"{"topics": [{"topic": "a", "direction": "import", "capacity": 1000}]}"#,
+            "topics[0].capacity: 1000 is not a power of two",
+        ),
+        (
+            r#"{"prefix": "", "topics": [{"topic": "a", "direction": "export"}]}"#,
+            "prefix: must not be empty",
+        ),
+    ] {
+        std::fs::write(&config, json).unwrap();
+        refused(&dir, &["--config", config.to_str().unwrap()], 2, want);
+    }
+}
+
+#[test]
+fn a_misspelt_field_in_a_file_is_named_with_the_files_fields() {
+    let dir = scratch("bridge-typo");
+    let config = dir.join("c.json");
+    std::fs::write(
+        &config,
+        r#"{"topics":[{"topic":"a","direction":"export","reliabilty":"lossy"}]}"#,
+    )
+    .unwrap();
+    let c = config.to_str().unwrap();
+    refused(
+        &dir,
+        &["--config", c],
+        2,
+        "topics[0].reliabilty: unknown field",
+    );
+    let err = String::from_utf8_lossy(&run(shmcast(&dir, &["bridge", "--config", c])).stderr)
+        .into_owned();
+    assert!(err.contains("reliability, key, bytes, schema, pod, max_message, capacity"));
+    assert!(err.contains("did you mean \"reliability\"?"), "{err}");
+    assert!(
+        !err.contains("max-message=") && !err.contains("option"),
+        "{err}"
+    );
+    // A value of the wrong form is named by the file's field too.
+    std::fs::write(
+        &config,
+        r#"{"topics":[{"topic":"a","direction":"import","max_message":"lots"}]}"#,
+    )
+    .unwrap();
+    refused(
+        &dir,
+        &["--config", c],
+        2,
+        "topics[0].max_message: a number of bytes",
+    );
+    std::fs::write(&config, r#"{"conect": ["tcp/127.0.0.1:7447"]}"#).unwrap();
+    refused(&dir, &["--config", c], 2, "did you mean \"connect\"?");
+}
+
+#[test]
+fn an_unreachable_connect_endpoint_is_reported_once_per_outage() {
+    let (a, b) = (scratch("bridge-reach-a"), scratch("bridge-reach-b"));
+    let endpoint = format!("tcp/127.0.0.1:{}", free_port());
+    let mut import = Proc::spawn(shmcast(
+        &b,
+        &["bridge", "--import", "ticks", "--connect", &endpoint],
+    ));
+    let lines = stderr_lines(&mut import);
+    let unreachable = format!("connect {endpoint}: cannot be reached, retrying");
+    wait_for("the first report", WATCHDOG, || {
+        (count(&lines, &unreachable) > 0).then_some(())
+    });
+    // Zenoh retries every few seconds; the report is not repeated.
+    std::thread::sleep(std::time::Duration::from_secs(8));
+    assert_eq!(
+        count(&lines, &unreachable),
+        1,
+        "{:?}",
+        lines.lock().unwrap()
+    );
+    // The endpoint comes up: said once.
+    let export = Proc::spawn(shmcast(
+        &a,
+        &["bridge", "--export", "ticks", "--listen", &endpoint],
+    ));
+    wait_for("the recovery", WATCHDOG, || {
+        (count(&lines, "a Zenoh peer is connected again") > 0).then_some(())
+    });
+    // It goes away again: a second report.
+    drop(export);
+    wait_for("the second report", WATCHDOG, || {
+        (count(&lines, &unreachable) == 2).then_some(())
+    });
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    assert_eq!(
+        count(&lines, &unreachable),
+        2,
+        "{:?}",
+        lines.lock().unwrap()
+    );
+    assert_eq!(count(&lines, "connected again"), 1);
+    import.signal(libc::SIGTERM);
+    let out = import.finish();
+    assert!(out.status.success(), "{out:?}");
 }

@@ -1,6 +1,7 @@
 //! Each documented exit code, from the condition that causes it, with a one-line error naming
-//! the topic: 0, 1 (a topic already published), 2 (a wrong command line), 3 (no publisher), 4
-//! (a stale socket), 5 (a peer that breaks the protocol), 6 (a contract mismatch).
+//! the topic: 0, 1 (a topic already published), 2 (a wrong command line or setting), 3 (no
+//! publisher), 4 (a stale socket), 5 (a peer that breaks the protocol), 6 (a contract
+//! mismatch).
 
 mod common;
 
@@ -97,6 +98,66 @@ fn usage_errors() {
             "exit code {n} in --help"
         );
     }
+}
+
+/// A wrong setting of the ring or the topic is a wrong command line too (exit code 2), said in
+/// the command's terms: its flags, not the library's option names.
+#[test]
+fn wrong_settings_are_usage_errors_named_by_their_flags() {
+    let dir = scratch("settings");
+    let long = "x".repeat(120);
+    for (args, says) in [
+        (&["pub", "t", "--capacity", "1000"][..], "--capacity 1000: "),
+        (&["pub", "t", "--capacity", "32"], "power of two from 64 B"),
+        (
+            &["pub", "t", "--max-message", "0"],
+            "--max-message: must be at least 1",
+        ),
+        (
+            &["pub", "t", "--max-message", "600000"],
+            "--max-message 600000: ",
+        ),
+        (&["echo", "bad name"], "invalid topic name"),
+        (&["hz", "bad name"], "invalid topic name"),
+        (&["stat", "bad name"], "invalid topic name"),
+        (&["pub", "bad name"], "invalid topic name"),
+        (&["pub", &long], "(--dir or SHMCAST_DIR)"),
+        (&["echo", &long], "(--dir or SHMCAST_DIR)"),
+        (&["pub", "t", "--hex", "--rate", "10"], "--hex"),
+    ] {
+        let out = run(shmcast(&dir, args));
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("max_message"), "{}", stderr(&out));
+        assert!(!stderr(&out).contains("`directory`"), "{}", stderr(&out));
+    }
+    // The smallest and largest ring the message names are accepted.
+    let out = run(shmcast(&dir, &["pub", "t", "--capacity", "64"]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // A relative SHMCAST_DIR, for a command that names a topic and one that lists them all.
+    for args in [&["echo", "t"][..], &["pub", "t"], &["list"]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_shmcast"))
+            .args(args)
+            .env("SHMCAST_DIR", "relative/dir")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("not an absolute path"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    let help = String::from_utf8(run(shmcast(&dir, &["pub", "--help"])).stdout).unwrap();
+    assert!(help.contains("power of two"), "{help}");
+}
+
+#[test]
+fn help_names_the_inspect_alias_once() {
+    let dir = scratch("alias");
+    let help = String::from_utf8(run(shmcast(&dir, &["--help"])).stdout).unwrap();
+    assert_eq!(help.matches("inspect").count(), 1, "{help}");
 }
 
 #[test]

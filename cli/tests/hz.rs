@@ -1,5 +1,6 @@
 //! `hz` against a paced publisher process: the rate it reports is within 10 % of the
-//! publisher's, and bytes/s follow from the message size.
+//! publisher's, and bytes/s follow from the message size; `--duration` ends with a report.
+//! `--window` below 2 (no rate can come of it) is a usage error.
 
 mod common;
 
@@ -23,8 +24,9 @@ fn hz_measures_a_paced_publisher() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(reports.len(), 2, "{reports:?}");
-    let last = &reports[1];
+    // At 1 s, at 2 s, and at the end of the duration, half an interval later.
+    assert_eq!(reports.len(), 3, "{reports:?}");
+    let last = &reports[2];
     let rate = last["rate"].as_f64().unwrap();
     assert!((90.0..=110.0).contains(&rate), "rate {rate} for 100 Hz");
     let bytes = last["bytes_per_s"].as_f64().unwrap();
@@ -33,4 +35,32 @@ fn hz_measures_a_paced_publisher() {
     assert!((0.009..=0.011).contains(&mean), "{last}");
     assert!(last["min_interval_s"].as_f64().unwrap() <= mean);
     assert!(last["max_interval_s"].as_f64().unwrap() >= mean);
+}
+
+/// The last interval of a duration is reported at its end: one report for a duration of one
+/// interval (there was none).
+#[test]
+fn a_duration_of_one_interval_gives_one_report() {
+    let dir = scratch("hz-one");
+    let _publisher = Proc::spawn(shmcast(&dir, &["pub", "t", "--rate", "50", "--size", "8"]));
+    let out = run(shmcast(
+        &dir,
+        &["hz", "t", "--wait", "20", "--duration", "1", "--json"],
+    ));
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let report: Value = serde_json::from_str(text.trim_end()).unwrap();
+    assert!(report["rate"].as_f64().unwrap() > 0.0, "{report}");
+}
+
+#[test]
+fn a_window_too_small_for_a_rate_is_refused() {
+    let dir = scratch("hz-window");
+    for window in ["0", "1"] {
+        let out = run(shmcast(&dir, &["hz", "t", "--window", window]));
+        assert_eq!(code(&out), 2, "--window {window}");
+        let e = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(e.contains("--window") && e.contains("at least 2"), "{e}");
+    }
 }

@@ -99,3 +99,19 @@ fn an_empty_or_missing_directory_lists_nothing() {
         serde_json::json!({"removed": []})
     );
 }
+
+/// A rate needs two snapshots: `--interval 0` takes one and shows no rate, not a rate of 0.
+#[test]
+fn no_interval_means_no_rate() {
+    let dir = scratch("no-rate");
+    let _publisher = Proc::spawn(in_env(&dir, &["pub", "t", "--rate", "100", "--size", "8"]));
+    stat_with(&dir, "t", 0);
+    let list = json(&run(in_env(&dir, &["list", "--json", "--interval", "0"])));
+    let t = entry(&list, "t").unwrap();
+    assert_eq!(t["state"], "live", "{list}");
+    assert!(t["rate"].is_null(), "{list}");
+    let table = String::from_utf8(run(in_env(&dir, &["list", "--interval", "0"])).stdout).unwrap();
+    let row = table.lines().find(|l| l.starts_with("t ")).expect(&table);
+    assert!(row.ends_with(" -"), "{table}");
+    assert!(!row.contains("0.0/s"), "{table}");
+}

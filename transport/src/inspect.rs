@@ -37,7 +37,7 @@ use std::time::Duration;
 use crate::connect;
 use crate::error::{ConnectError, ProtocolError};
 use crate::handshake::{self, DecodeError, RefuseReason, Reply, Request};
-use crate::introspect::{MAX_INFO, TopicInfo};
+use crate::introspect::{MAX_INFO, ProcessInfo, TopicInfo};
 use crate::policy::Admission;
 use crate::sys::{self, packet::RecvFdsError};
 use crate::topic::{self, DirSource, FileKind, TopicError};
@@ -249,6 +249,23 @@ impl Inspector {
 /// ```
 pub fn inspect(topic: &str, timeout: Duration) -> Result<TopicInfo, InspectError> {
     Inspector::new(topic).timeout(timeout).inspect()
+}
+
+/// The process listening on the topic socket at `path`, found without its help: for a
+/// publisher that accepts a connection but does not answer (stopped by a signal or a debugger,
+/// or hung), to name it. The kernel completes a connection to a listening socket on its own
+/// and tells who began listening (`SO_PEERCRED`); the connection is closed at once, and the
+/// publisher, when it runs again, sees a client that left without asking anything. `None` if
+/// nobody listens at `path`, its backlog stays full for 50 ms, or the kernel does not say.
+///
+/// ```
+/// let dir = std::env::temp_dir().join("shmcast-doc-socket-owner");
+/// assert!(shmcast::socket_owner(&dir.join("nobody")).is_none());
+/// ```
+pub fn socket_owner(path: &Path) -> Option<ProcessInfo> {
+    let sock = sys::net::seqpacket_connect(path, Some(Duration::from_millis(50))).ok()?;
+    let process = crate::introspect_serve::process_of(sock.as_fd());
+    (process.uid != u32::MAX).then_some(process)
 }
 
 /// What a refused connection at `path` means: a stale socket, or not a socket at all.

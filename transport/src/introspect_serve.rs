@@ -127,7 +127,7 @@ pub(crate) fn snapshot<'a>(
 }
 
 /// The process at the other end of `conn`, as far as this process may see it.
-fn process_of(conn: BorrowedFd<'_>) -> ProcessInfo {
+pub(crate) fn process_of(conn: BorrowedFd<'_>) -> ProcessInfo {
     let Ok(cred) = sys::net::peer_cred(conn) else {
         return ProcessInfo {
             pid: None,

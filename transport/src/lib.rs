@@ -208,7 +208,7 @@ pub use error::{
     WaitError,
 };
 pub use handshake::{DecodeError, RefuseReason};
-pub use inspect::{InspectError, Inspector, inspect};
+pub use inspect::{InspectError, Inspector, inspect, socket_owner};
 pub use introspect::{MAX_EXE, MAX_ROWS, ProcessInfo, SubscriberRow, TopicCounters, TopicInfo};
 pub use loan::{Loan, LoanFull, PodLoan};
 pub use policy::Admission;

@@ -1,0 +1,259 @@
+//! A [`BridgeConfig`] read from JSON ([`BridgeConfig::from_json`]): the file's own field names
+//! in every error (`max_message`, not the command line's `max-message=`), and for a field that
+//! does not exist, the fields that do and the closest one.
+
+use serde_json::{Map, Value};
+
+use crate::config::{BridgeConfig, ConfigError, Direction, Reliability, SessionMode, TopicConfig};
+use crate::endpoint::check_endpoint;
+
+/// The fields of the configuration object.
+const FIELDS: &[&str] = &[
+    "mode",
+    "listen",
+    "connect",
+    "scouting",
+    "prefix",
+    "directory",
+    "topics",
+];
+
+/// The fields of a topic object.
+const TOPIC_FIELDS: &[&str] = &[
+    "topic",
+    "direction",
+    "reliability",
+    "key",
+    "bytes",
+    "schema",
+    "pod",
+    "max_message",
+    "capacity",
+];
+
+impl BridgeConfig {
+    /// Reads a JSON configuration: an object with the optional fields `mode` (`"peer"` or
+    /// `"client"`), `listen` and `connect` (arrays of endpoints, checked as
+    /// [`check_endpoint`] says), `scouting` (boolean), `prefix` (not empty), `directory`, and
+    /// `topics`, an array of objects with `topic`, `direction` (`"export"` or `"import"`) and
+    /// optionally `reliability` (`"reliable"` or `"lossy"`), `key`, `bytes` (any value),
+    /// `schema` (`"NAME@VERSION"`), `pod` (`"NAME:SIZE:ALIGN"`), `max_message` and `capacity`
+    /// (numbers of bytes), as the options of [`TopicConfig::parse_spec`]. Errors name the
+    /// file's fields (`topics[1].max_message: ...`).
+    pub fn from_json(text: &str) -> Result<BridgeConfig, ConfigError> {
+        let v: Value = serde_json::from_str(text).map_err(|e| ConfigError::Json(e.to_string()))?;
+        let obj = v
+            .as_object()
+            .ok_or_else(|| ConfigError::field("configuration", "a JSON object"))?;
+        let mut c = BridgeConfig::default();
+        for (name, value) in obj {
+            match name.as_str() {
+                "mode" => {
+                    c.mode = match value.as_str() {
+                        Some("peer") => SessionMode::Peer,
+                        Some("client") => SessionMode::Client,
+                        _ => return Err(ConfigError::field("mode", "\"peer\" or \"client\"")),
+                    }
+                }
+                "listen" => c.listen = endpoints(value, "listen")?,
+                "connect" => c.connect = endpoints(value, "connect")?,
+                "scouting" => {
+                    c.scouting = value
+                        .as_bool()
+                        .ok_or_else(|| ConfigError::field("scouting", "true or false"))?
+                }
+                "prefix" => {
+                    let prefix = value
+                        .as_str()
+                        .ok_or_else(|| ConfigError::field("prefix", "a string"))?;
+                    BridgeConfig::check_prefix(prefix)?;
+                    c.prefix = prefix.to_owned();
+                }
+                "directory" => {
+                    c.directory = Some(
+                        value
+                            .as_str()
+                            .ok_or_else(|| ConfigError::field("directory", "a path"))?
+                            .into(),
+                    )
+                }
+                "topics" => {
+                    let list = value
+                        .as_array()
+                        .ok_or_else(|| ConfigError::field("topics", "an array of topics"))?;
+                    for (i, t) in list.iter().enumerate() {
+                        let t = topic(t).map_err(|e| e.within(&format!("topics[{i}]")))?;
+                        c.topics.push(t);
+                    }
+                }
+                other => return Err(unknown(other, "the configuration's fields", FIELDS)),
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// One element of `topics`.
+fn topic(v: &Value) -> Result<TopicConfig, ConfigError> {
+    let obj: &Map<String, Value> = v
+        .as_object()
+        .ok_or_else(|| ConfigError::field("topics[]", "each topic is an object"))?;
+    for name in obj.keys() {
+        if !TOPIC_FIELDS.contains(&name.as_str()) {
+            return Err(unknown(name, "a topic's fields", TOPIC_FIELDS));
+        }
+    }
+    let topic = obj
+        .get("topic")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ConfigError::field("topic", "a string naming the local topic"))?;
+    let direction = match obj.get("direction").and_then(Value::as_str) {
+        Some("export") => Direction::Export,
+        Some("import") => Direction::Import,
+        _ => return Err(ConfigError::field("direction", "\"export\" or \"import\"")),
+    };
+    let mut t = TopicConfig::new(topic, direction);
+    for (name, value) in obj {
+        let text = match value {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            _ if name == "bytes" => String::new(),
+            _ => return Err(ConfigError::field_owned(name, "a string or a number")),
+        };
+        match name.as_str() {
+            "topic" | "direction" => {}
+            "reliability" => match text.as_str() {
+                "reliable" => t.reliability = Reliability::Reliable,
+                "lossy" => t.reliability = Reliability::Lossy,
+                _ => {
+                    return Err(ConfigError::field(
+                        "reliability",
+                        "\"reliable\" or \"lossy\"",
+                    ));
+                }
+            },
+            // The command line's option names, reported under the file's.
+            _ => t
+                .set(&name.replace('_', "-"), &text)
+                .map_err(|e| e.renamed(name))?,
+        }
+    }
+    t.check().map_err(|e| match e {
+        // The command line's option names, as the file spells them.
+        ConfigError::Field { field, expected } => ConfigError::Field {
+            field: field.replace('-', "_"),
+            expected,
+        },
+        e => e,
+    })?;
+    Ok(t)
+}
+
+fn endpoints(v: &Value, field: &'static str) -> Result<Vec<String>, ConfigError> {
+    let list: Vec<String> = v
+        .as_array()
+        .and_then(|a| a.iter().map(|s| s.as_str().map(str::to_owned)).collect())
+        .ok_or_else(|| ConfigError::field(field, "an array of endpoint strings"))?;
+    for e in &list {
+        check_endpoint(e).map_err(|why| ConfigError::Field {
+            field: field.to_owned(),
+            expected: format!("{e:?}: {why}"),
+        })?;
+    }
+    Ok(list)
+}
+
+/// A field named `name` that is not among `fields`.
+fn unknown(name: &str, what: &str, fields: &[&str]) -> ConfigError {
+    let closest = fields
+        .iter()
+        .map(|f| (distance(name, f), *f))
+        .min()
+        .filter(|(d, f)| *d <= 2.max(f.len() / 4));
+    let hint = match closest {
+        Some((_, f)) => format!(" (did you mean {f:?}?)"),
+        None => String::new(),
+    };
+    ConfigError::Field {
+        field: name.to_owned(),
+        expected: format!("unknown field; {what} are {}{hint}", fields.join(", ")),
+    }
+}
+
+/// The edit distance between `a` and `b` (insertions, deletions, substitutions).
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substituted = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substituted.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_reads() {
+        let c = BridgeConfig::from_json(
+            r#"{"mode": "client", "connect": ["tcp/127.0.0.1:7447"], "scouting": false,
+                "prefix": "site", "topics": [
+                  {"topic": "a", "direction": "export", "reliability": "lossy"},
+                  {"topic": "b", "direction": "import", "schema": "s@2", "max_message": 128}]}"#,
+        )
+        .unwrap();
+        assert_eq!(c.mode, SessionMode::Client);
+        assert_eq!(c.topics[0].reliability, Reliability::Lossy);
+        assert_eq!(c.topics[1].max_message, Some(128));
+        assert_eq!(c.topics[1].key_under(&c.prefix), "site/b");
+        assert!(BridgeConfig::from_json("{\"bogus\": 1}").is_err());
+        assert!(BridgeConfig::from_json("[").is_err());
+    }
+
+    #[test]
+    fn errors_name_the_files_fields() {
+        let err = |text: &str| BridgeConfig::from_json(text).unwrap_err().to_string();
+        let e = err(r#"{"topics":[{"topic":"a","direction":"export","reliabilty":"lossy"}]}"#);
+        assert!(e.starts_with("topics[0].reliabilty: unknown field;"), "{e}");
+        assert!(
+            e.contains("max_message") && !e.contains("max-message="),
+            "{e}"
+        );
+        assert!(e.contains("did you mean \"reliability\"?"), "{e}");
+        let e = err(r#"{"topics":[{"topic":"a","direction":"import","max_message":"x"}]}"#);
+        assert!(e.starts_with("topics[0].max_message:"), "{e}");
+        let e = err(
+            r#"{"topics":[{"topic":"a","direction":"import","max_message":4096,"capacity":4096}]}"#,
+        );
+        assert!(
+            e.starts_with("topics[0].max_message: 4096 is not from 1 to 2032"),
+            "{e}"
+        );
+        let e = err(r#"{"topics":[{"topic":"a","direction":"export","reliability":"fast"}]}"#);
+        assert!(e.contains("reliability: \"reliable\" or \"lossy\""), "{e}");
+        let e = err(r#"{"conect": []}"#);
+        assert!(e.contains("did you mean \"connect\"?"), "{e}");
+        assert!(!err(r#"{"zzzzzz": 1}"#).contains("did you mean"));
+        let e = err(r#"{"listen": ["127.0.0.1:7447"]}"#);
+        assert!(
+            e.starts_with("listen: \"127.0.0.1:7447\": not an endpoint"),
+            "{e}"
+        );
+        let e = err(r#"{"prefix": ""}"#);
+        assert!(e.starts_with("prefix: must not be empty"), "{e}");
+    }
+
+    #[test]
+    fn distances() {
+        assert_eq!(distance("reliabilty", "reliability"), 1);
+        assert_eq!(distance("", "abc"), 3);
+        assert_eq!(distance("kitten", "sitting"), 3);
+    }
+}
