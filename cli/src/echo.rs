@@ -69,6 +69,7 @@ pub fn run(place: &Place, mut args: Args) -> Result<(), Failure> {
     let mut sub = subscribe::connect(place, topic, args.wait, builder)?;
     let mut out = Stdout::about(topic);
     let mut received = 0u64;
+    let mut disconnected = false;
     while args.count.is_none_or(|n| received < n) {
         let line = match sub.recv() {
             Ok(sample) => {
@@ -77,7 +78,10 @@ pub fn run(place: &Place, mut args: Args) -> Result<(), Failure> {
             }
             Err(RecvError::Lagged(n)) => notice(args.format, topic, Some(n)),
             Err(RecvError::Demoted) => notice(args.format, topic, None),
-            Err(RecvError::Disconnected) => return Ok(()),
+            Err(RecvError::Disconnected) => {
+                disconnected = true;
+                break;
+            }
             Err(e) => return Err(Failure::recv(topic, e)),
         };
         let Some(line) = line else { continue };
@@ -85,6 +89,9 @@ pub fn run(place: &Place, mut args: Args) -> Result<(), Failure> {
         if out.line(line)? == Written::Closed {
             return Ok(());
         }
+    }
+    if disconnected {
+        return Failure::ended(topic, &sub);
     }
     Ok(())
 }

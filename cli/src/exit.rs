@@ -142,6 +142,15 @@ impl Failure {
     }
 
     /// Why receiving from `topic` failed.
+    /// The end of `sub`'s stream: nothing if the publisher ended it, a failure (exit 1) if its
+    /// process went away without ending it (killed or crashed), so that a script can tell.
+    pub fn ended(topic: &str, sub: &shmcast::Subscriber) -> Result<(), Failure> {
+        match sub.stream_end() {
+            Some(end @ shmcast::StreamEnd::Vanished) => Err(Failure::other(topic, end)),
+            _ => Ok(()),
+        }
+    }
+
     pub fn recv(topic: &str, e: RecvError) -> Failure {
         let code = match e {
             RecvError::Corrupt(_) => Exit::Refused,

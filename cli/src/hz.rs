@@ -72,10 +72,11 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
             Ok(sample) => window.arrived(start.elapsed(), sample.len()),
             Err(RecvError::Lagged(n)) => window.missed(n),
             Err(RecvError::Timeout | RecvError::Demoted) => {}
-            Err(RecvError::Disconnected) => return Ok(()),
+            Err(RecvError::Disconnected) => break,
             Err(e) => return Err(Failure::recv(topic, e)),
         }
     }
+    Failure::ended(topic, &sub)
 }
 
 /// Prints one report.

@@ -107,7 +107,7 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     let name = topic.to_owned();
     let live = Progress::on_stderr().is_live();
     signals
-        .remove_on_signal(publisher.path(), move || {
+        .close_on_signal(publisher.closer(), move || {
             if live {
                 out::warn_raw(CLEAR_LINE);
             }

@@ -3,18 +3,22 @@
 //! the end of the stream (after draining what was published).
 //!
 //! The signals are blocked in every thread (before the publisher starts its own) and taken by
-//! one thread with `sigwait`, which has no async-signal-safety limits: it removes the socket
-//! if it is still the file this publisher bound, says its last words (`pub`'s summary), then
-//! exits with 128 + the signal's number.
+//! one thread with `sigwait`, which has no async-signal-safety limits: it ends the stream
+//! through the publisher's `Closer` (which removes the socket if it is still the file this
+//! publisher bound, and tells subscribers the stream ended rather than that the publisher
+//! vanished), says its last words (`pub`'s summary), then exits with 128 + the signal's
+//! number.
 #![allow(unsafe_code)]
 
 use std::io;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
 
 const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// Longest wait for the publisher's writer when a signal ends the stream.
+const CLOSE_WAIT: Duration = Duration::from_millis(200);
 
 /// The signals, blocked in this thread and every thread it starts from now on.
 pub struct Blocked(libc::sigset_t);
@@ -39,15 +43,13 @@ pub fn block() -> io::Result<Blocked> {
 }
 
 impl Blocked {
-    /// Starts the thread that, on a signal, removes the socket at `path` (if it is still the
-    /// file there now), calls `last_words`, and exits.
-    pub fn remove_on_signal(
+    /// Starts the thread that, on a signal, ends the stream with `closer` (which also removes
+    /// the socket file), calls `last_words`, and exits.
+    pub fn close_on_signal(
         self,
-        path: &Path,
+        closer: shmcast::Closer,
         last_words: impl FnOnce() + Send + 'static,
     ) -> io::Result<()> {
-        let meta = std::fs::symlink_metadata(path)?;
-        let (path, id): (PathBuf, _) = (path.to_owned(), (meta.dev(), meta.ino()));
         std::thread::Builder::new()
             .name("shmcast-signals".into())
             .spawn(move || {
@@ -58,10 +60,8 @@ impl Blocked {
                 if rc != 0 {
                     return;
                 }
-                let same = std::fs::symlink_metadata(&path).is_ok_and(|m| (m.dev(), m.ino()) == id);
-                if same {
-                    let _ = std::fs::remove_file(&path);
-                }
+                // A loan in progress holds the writer only while one message is copied.
+                closer.close(CLOSE_WAIT);
                 last_words();
                 std::process::exit(128 + signal);
             })?;

@@ -189,6 +189,38 @@ fn a_contract_mismatch() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
 
+/// `echo` and `hz` end with 0 when the publisher ends the stream, and with 1 and a line saying
+/// so when its process is killed, so that a script can tell a crash from an end.
+#[test]
+fn a_publisher_killed_mid_stream_is_a_failure_an_ended_one_is_not() {
+    let dir = scratch("killed");
+    for command in ["echo", "hz"] {
+        let publisher = Proc::spawn(shmcast(&dir, &["pub", "t", "--rate", "50"]));
+        stat_with(&dir, "t", 0);
+        let reader = Proc::spawn(shmcast(&dir, &[command, "t"]));
+        stat_with(&dir, "t", 1);
+        publisher.signal(libc::SIGKILL);
+        let out = reader.finish();
+        assert_eq!(code(&out), 1, "{command}: {}", stderr(&out));
+        one_line_about(&out, "t");
+        assert!(
+            stderr(&out).contains("went away without ending the stream"),
+            "{command}: {}",
+            stderr(&out)
+        );
+        drop(publisher);
+        // The killed publisher's socket is stale: `clean` removes it for the next round.
+        assert_eq!(code(&run(shmcast(&dir, &["clean"]))), 0);
+    }
+    let publisher = Proc::spawn(shmcast(&dir, &["pub", "t", "--rate", "50"]));
+    stat_with(&dir, "t", 0);
+    let reader = Proc::spawn(shmcast(&dir, &["echo", "t"]));
+    stat_with(&dir, "t", 1);
+    publisher.signal(libc::SIGTERM);
+    let out = reader.finish();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
 /// A listening SOCK_SEQPACKET socket at `path` that is not a shmcast publisher.
 fn impostor(path: &Path) -> OwnedFd {
     // SAFETY: socket(2) with constant arguments; the result is checked before use.

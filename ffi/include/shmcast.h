@@ -137,6 +137,23 @@
 #define SHMCAST_CACHE_WINDOW_NONE UINT32_MAX
 
 /**
+ * `shmcast_subscriber_stream_end`: the stream goes on.
+ */
+#define SHMCAST_STREAM_GOING_ON 0
+
+/**
+ * `shmcast_subscriber_stream_end`: the publisher ended the stream (it was destroyed, or its
+ * process exited normally).
+ */
+#define SHMCAST_STREAM_CLOSED 1
+
+/**
+ * `shmcast_subscriber_stream_end`: the publisher's process went away without ending the
+ * stream (killed, crashed, or `_exit` without destroying the publisher).
+ */
+#define SHMCAST_STREAM_VANISHED 2
+
+/**
  * The codes every fallible function returns: 0 for success, negative for an error.
  *
  * Functions return them as `int`; `shmcast_strerror` describes one.
@@ -1185,6 +1202,23 @@ int shmcast_subscriber_recv_copy(struct shmcast_subscriber *sub,
  * `sub` is `NULL` or a live handle from `shmcast_subscriber_connect`.
  */
 int shmcast_subscriber_fd(const struct shmcast_subscriber *sub);
+
+/**
+ * How the stream ended: `SHMCAST_STREAM_GOING_ON` (0) while it goes on, then, once a receive
+ * returned `SHMCAST_EDISCONNECTED`, `SHMCAST_STREAM_CLOSED` (the publisher ended it) or
+ * `SHMCAST_STREAM_VANISHED` (its process went away without ending it: killed or crashed).
+ * Errors (negative): `SHMCAST_EINVAL` (`sub` is `NULL`), `SHMCAST_EBUSY` (a sample is held).
+ * Never blocks.
+ *
+ * Threads: callable from any thread, but not concurrently with another call on the same
+ * handle.
+ *
+ * # Safety
+ *
+ * `sub` is `NULL` or a live handle from `shmcast_subscriber_connect`, not in use by another
+ * thread.
+ */
+int shmcast_subscriber_stream_end(struct shmcast_subscriber *sub);
 
 /**
  * Whether the topic's publisher declared that it republishes messages imported from elsewhere

@@ -208,6 +208,7 @@ impl From<LoanError> for Failure {
             LoanError::Timeout => SHMCAST_ETIMEDOUT,
             LoanError::Unaligned { .. } | LoanError::WrongType { .. } => SHMCAST_EINVAL,
             LoanError::Io(_) => SHMCAST_EIO,
+            LoanError::Closed => SHMCAST_EDISCONNECTED,
         };
         Failure::new(code, e)
     }

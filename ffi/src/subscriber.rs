@@ -16,7 +16,7 @@
 use crate::contract::{Declared, shmcast_contract};
 use crate::error::{Failure, SHMCAST_EDEMOTED, SHMCAST_EINVAL, SHMCAST_EMSGSIZE, guard};
 use crate::options::{Wait, shmcast_subscriber_options, subscriber_builder, topic_arg};
-use shmcast_transport::{Sample, Subscriber};
+use shmcast_transport::{Sample, StreamEnd, Subscriber};
 use std::ffi::{c_char, c_int, c_void};
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::ptr::NonNull;
@@ -516,6 +516,43 @@ pub unsafe extern "C" fn shmcast_subscriber_fd(sub: *const shmcast_subscriber) -
         Ok(())
     });
     if code == 0 { fd } else { code }
+}
+
+/// `shmcast_subscriber_stream_end`: the stream goes on.
+pub const SHMCAST_STREAM_GOING_ON: c_int = 0;
+/// `shmcast_subscriber_stream_end`: the publisher ended the stream (it was destroyed, or its
+/// process exited normally).
+pub const SHMCAST_STREAM_CLOSED: c_int = 1;
+/// `shmcast_subscriber_stream_end`: the publisher's process went away without ending the
+/// stream (killed, crashed, or `_exit` without destroying the publisher).
+pub const SHMCAST_STREAM_VANISHED: c_int = 2;
+
+/// How the stream ended: `SHMCAST_STREAM_GOING_ON` (0) while it goes on, then, once a receive
+/// returned `SHMCAST_EDISCONNECTED`, `SHMCAST_STREAM_CLOSED` (the publisher ended it) or
+/// `SHMCAST_STREAM_VANISHED` (its process went away without ending it: killed or crashed).
+/// Errors (negative): `SHMCAST_EINVAL` (`sub` is `NULL`), `SHMCAST_EBUSY` (a sample is held).
+/// Never blocks.
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `sub` is `NULL` or a live handle from `shmcast_subscriber_connect`, not in use by another
+/// thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_subscriber_stream_end(sub: *mut shmcast_subscriber) -> c_int {
+    let mut end = SHMCAST_STREAM_GOING_ON;
+    let code = guard(|| {
+        // SAFETY: the caller promises null or a live handle used by this thread only.
+        end = match unsafe { handle(sub) }?.idle()?.stream_end() {
+            None => SHMCAST_STREAM_GOING_ON,
+            Some(StreamEnd::Closed) => SHMCAST_STREAM_CLOSED,
+            Some(_) => SHMCAST_STREAM_VANISHED,
+        };
+        Ok(())
+    });
+    if code == 0 { end } else { code }
 }
 
 /// Whether the topic's publisher declared that it republishes messages imported from elsewhere

@@ -69,6 +69,15 @@ impl Claim {
         &self.path
     }
 
+    /// A copy of this claim for another thread to release (a [`Closer`](crate::Closer)): it
+    /// removes the file only if it is still the one this claim created, as `release` does.
+    pub(crate) fn copy(&self) -> Claim {
+        Claim {
+            path: self.path.clone(),
+            id: self.id,
+        }
+    }
+
     /// Gives the socket file up without removing it: it belongs to another process (the one
     /// this copy was inherited from across `fork`).
     pub(crate) fn disown(&mut self) {

@@ -160,6 +160,9 @@ pub enum LoanError {
         /// Its alignment.
         align: usize,
     },
+    /// The stream was ended from another thread ([`Closer`](crate::Closer)): nothing more can
+    /// be published.
+    Closed,
     /// Waiting for space failed in a system call.
     Io(io::Error),
 }
@@ -186,6 +189,7 @@ impl fmt::Display for LoanError {
                 f,
                 "a value of {size} bytes, align {align}, is not the topic's declared {declared}"
             ),
+            LoanError::Closed => f.write_str("the stream was ended (Closer::close)"),
             LoanError::Io(e) => write!(f, "waiting for ring space: {e}"),
         }
     }

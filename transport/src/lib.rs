@@ -213,13 +213,13 @@ pub use introspect::{MAX_EXE, MAX_ROWS, ProcessInfo, SubscriberRow, TopicCounter
 pub use loan::{Loan, LoanFull, PodLoan};
 pub use policy::Admission;
 pub use publisher::{
-    DEFAULT_CACHE_WINDOW, DEFAULT_SPIN_LIMIT, DEFAULT_STALL_BOUND, MAX_SPIN_LIMIT, Publisher,
-    PublisherBuilder, PublisherStats,
+    Closer, DEFAULT_CACHE_WINDOW, DEFAULT_SPIN_LIMIT, DEFAULT_STALL_BOUND, MAX_SPIN_LIMIT,
+    Publisher, PublisherBuilder, PublisherStats,
 };
 pub use shmcast_core::Resume;
 pub use shmcast_core::{
     ConfigError, FrameError, LayoutError, Mode, Start, SubscriberId, SubscriberInfo,
 };
 pub use subscriber::Latest;
-pub use subscriber::{Sample, Subscriber, SubscriberBuilder, SubscriberStats};
+pub use subscriber::{Sample, StreamEnd, Subscriber, SubscriberBuilder, SubscriberStats};
 pub use topic::{DirSource, FileKind, MAX_SOCKET_PATH, TopicDir, TopicError};

@@ -615,11 +615,13 @@ fn the_socket_file_is_gone_before_subscribers_hear_the_end() {
         let publisher = Publisher::builder(&t).capacity(4096).bind().unwrap();
         let path = publisher.path().to_owned();
         let mut sub = Subscriber::connect(&t).unwrap();
+        assert_eq!(sub.stream_end(), None, "going on");
         let closer = std::thread::spawn(move || drop(publisher));
         match sub.recv_timeout(Duration::from_secs(10)) {
             Err(RecvError::Disconnected) => {}
             other => panic!("expected the end of the stream, got {other:?}"),
         }
+        assert_eq!(sub.stream_end(), Some(shmcast::StreamEnd::Closed));
         assert!(
             !path.exists(),
             "round {round}: {} still there",
@@ -661,6 +663,57 @@ fn a_publisher_dropped_in_a_forked_child_leaves_the_parents_stream_alone() {
     assert_eq!(&*sub.recv_timeout(T).unwrap(), b"after");
     assert!(matches!(sub.try_recv(), Err(RecvError::Empty)));
     assert!(Subscriber::connect(&t).is_ok(), "the parent still admits");
+    drop((sub, publisher));
+    fds.check();
+}
+
+/// A `Closer` ends the stream from another thread while the publisher's own thread is busy
+/// (here: waiting for space held by a gating subscriber), as dropping the publisher would: the
+/// socket file is gone, subscribers drain and hear `Closed`, not `Vanished`.
+#[test]
+fn a_closer_ends_the_stream_from_another_thread() {
+    let fds = FdGuard::new();
+    let t = topic("closer");
+    let mut publisher = Publisher::builder(&t)
+        .capacity(1024)
+        .max_message(200)
+        .stall_bound(None)
+        .bind()
+        .unwrap();
+    let path = publisher.path().to_owned();
+    let mut sub = Subscriber::connect(&t).unwrap();
+    let closer = publisher.closer();
+    let busy = std::thread::spawn(move || {
+        // Fills the ring and then waits for space the subscriber does not free yet.
+        let mut sent = 0u64;
+        while publisher
+            .loan_timeout(200, Duration::from_millis(300))
+            .is_ok_and(|mut l| {
+                l.fill(b'x');
+                l.publish();
+                true
+            })
+        {
+            sent += 1;
+        }
+        (publisher, sent)
+    });
+    until("the ring filled", || {
+        path.exists() && sub.stats().received == 0
+    });
+    assert!(closer.close(Duration::from_secs(10)));
+    assert!(!path.exists(), "the socket file goes first");
+    let (publisher, sent) = busy.join().unwrap();
+    let mut received = 0;
+    loop {
+        match sub.recv_timeout(T) {
+            Ok(_) => received += 1,
+            Err(RecvError::Disconnected) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(received, sent, "everything committed before the close");
+    assert_eq!(sub.stream_end(), Some(shmcast::StreamEnd::Closed));
     drop((sub, publisher));
     fds.check();
 }

@@ -651,6 +651,7 @@ fn sigkill_of_the_publisher_drains_then_disconnects() {
             sub.recv_timeout(Duration::from_millis(10)),
             Err(RecvError::Disconnected)
         ));
+        assert_eq!(sub.stream_end(), Some(shmcast::StreamEnd::Vanished));
     }
     // The killed publisher left its socket file; a successor takes it over and removes it.
     assert!(path.exists(), "a killed publisher cannot remove its socket");

@@ -8,6 +8,7 @@
 #include "expect.h"
 
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -414,6 +415,62 @@ static void held_past_the_stall_bound(const char *prefix) {
     shmcast_publisher_destroy(pub);
 }
 
+/* How a stream ended: going on, ended by a destroyed publisher, or left by a publisher process
+ * that went away without ending it (a child that leaves with _exit). */
+static void stream_ends(const char *prefix) {
+    shmcast_publisher *pub = NULL;
+    shmcast_subscriber *sub = NULL;
+    shmcast_sample sample;
+    int go[2], ready[2];
+    char byte = 0;
+    pid_t child;
+    int status = 0;
+
+    EXPECT(shmcast_subscriber_stream_end(NULL), SHMCAST_EINVAL);
+    CHECK_OK(shmcast_publisher_create(topic(prefix, "ends"), NULL, &pub));
+    CHECK_OK(shmcast_subscriber_connect(topic(prefix, "ends"), NULL, &sub));
+    EXPECT(shmcast_subscriber_stream_end(sub), SHMCAST_STREAM_GOING_ON);
+    CHECK_OK(shmcast_publisher_send(pub, "x", 1, -1));
+    CHECK_OK(shmcast_subscriber_recv(sub, -1, &sample));
+    EXPECT(shmcast_subscriber_stream_end(sub), SHMCAST_EBUSY);
+    CHECK_OK(shmcast_sample_release(&sample));
+    shmcast_publisher_destroy(pub);
+    EXPECT(shmcast_subscriber_recv(sub, 1000, &sample), SHMCAST_EDISCONNECTED);
+    EXPECT(shmcast_subscriber_stream_end(sub), SHMCAST_STREAM_CLOSED);
+    shmcast_subscriber_destroy(sub);
+
+    if (pipe(go) != 0 || pipe(ready) != 0) {
+        FAIL("pipe");
+    }
+    child = fork();
+    if (child < 0) {
+        FAIL("fork");
+    }
+    if (child == 0) {
+        /* The child: publish, then leave without destroying the publisher. */
+        if (shmcast_publisher_create(topic(prefix, "vanish"), NULL, &pub) != SHMCAST_OK ||
+            write(ready[1], "r", 1) != 1 || read(go[0], &byte, 1) != 1) {
+            _exit(1);
+        }
+        _exit(0);
+    }
+    close(go[0]);
+    close(ready[1]);
+    EXPECT_TRUE(read(ready[0], &byte, 1) == 1);
+    CHECK_OK(shmcast_subscriber_connect(topic(prefix, "vanish"), NULL, &sub));
+    EXPECT_TRUE(write(go[1], "g", 1) == 1);
+    EXPECT_TRUE(waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+                WEXITSTATUS(status) == 0);
+    EXPECT(shmcast_subscriber_recv(sub, 5000, &sample), SHMCAST_EDISCONNECTED);
+    EXPECT(shmcast_subscriber_stream_end(sub), SHMCAST_STREAM_VANISHED);
+    shmcast_subscriber_destroy(sub);
+    close(go[1]);
+    close(ready[0]);
+    /* The child's socket file is left behind: a new publisher takes it over and removes it. */
+    CHECK_OK(shmcast_publisher_create(topic(prefix, "vanish"), NULL, &pub));
+    shmcast_publisher_destroy(pub);
+}
+
 /* Destroying handles that still hold a loan or a sample frees everything (valgrind checks). */
 static void destroy_while_busy(const char *prefix) {
     shmcast_publisher *pub = NULL;
@@ -443,6 +500,7 @@ int main(int argc, char **argv) {
     subscriber_limit(argv[1]);
     one_loan_one_sample(argv[1]);
     held_past_the_stall_bound(argv[1]);
+    stream_ends(argv[1]);
     destroy_while_busy(argv[1]);
     EXPECT_NO_FD_LEAK(fds_at_start);
     printf("errors: %d checks passed\n", checks);

@@ -1,8 +1,10 @@
 //! The publisher: owns the ring, lends writable buffers inside it, and wakes parked subscribers.
 
 mod builder;
+mod closer;
 
 pub use builder::PublisherBuilder;
+pub use closer::Closer;
 
 use crate::claim::Claim;
 use crate::contract::{Contract, MessageType};
@@ -174,6 +176,12 @@ impl Publisher {
         })
     }
 
+    /// A handle that ends this stream from another thread, as dropping the publisher would
+    /// ([`Closer`]): for a process that exits on a signal.
+    pub fn closer(&self) -> Closer {
+        Closer::new(&self.shared, self.claim.copy())
+    }
+
     /// The socket path subscribers connect to.
     pub fn path(&self) -> &Path {
         self.claim.path()
@@ -284,8 +292,8 @@ impl Publisher {
                 Err(ReserveError::TooLarge { len, max }) => {
                     return Err(LoanError::TooLarge { len, max });
                 }
-                // Only drop closes the writer, and drop needs `&mut self`.
-                Err(ReserveError::Closed) => unreachable!("publisher closed while borrowed"),
+                // A `Closer` ended the stream from another thread.
+                Err(ReserveError::Closed) => return Err(LoanError::Closed),
                 Err(ReserveError::Full { .. }) => {}
             }
             let Next::Sleep(timeout) =

@@ -6,10 +6,12 @@
 mod builder;
 mod latest;
 mod sample;
+mod stream_end;
 
 pub use builder::SubscriberBuilder;
 pub use latest::Latest;
 pub use sample::Sample;
+pub use stream_end::StreamEnd;
 
 use crate::connect;
 use crate::contract::Contract;
@@ -557,6 +559,37 @@ impl Subscriber {
     /// round a loop of bridges.
     pub fn imported(&self) -> bool {
         self.imported
+    }
+
+    /// How the stream ended, once it has: `None` while it goes on. After a receive returned
+    /// [`RecvError::Disconnected`] it is always `Some`: [`StreamEnd::Closed`] if the publisher
+    /// ended the stream, [`StreamEnd::Vanished`] if its process went away without ending it
+    /// (killed or crashed), which a program may report, or count against the publisher.
+    ///
+    /// ```no_run
+    /// use shmcast::{RecvError, StreamEnd, Subscriber};
+    ///
+    /// let mut sub = Subscriber::connect("ticks")?;
+    /// loop {
+    ///     match sub.recv() {
+    ///         Ok(sample) => println!("{} bytes", sample.len()),
+    ///         Err(RecvError::Disconnected) => break,
+    ///         Err(e) => return Err(e.into()),
+    ///     }
+    /// }
+    /// if sub.stream_end() == Some(StreamEnd::Vanished) {
+    ///     eprintln!("the publisher died");
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stream_end(&self) -> Option<StreamEnd> {
+        if self.reader.writer_closed() {
+            Some(StreamEnd::Closed)
+        } else if self.gone {
+            Some(StreamEnd::Vanished)
+        } else {
+            None
+        }
     }
 
     /// Whether the publisher still gates on this subscriber.

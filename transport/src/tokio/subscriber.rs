@@ -162,6 +162,12 @@ impl AsyncSubscriber {
         self.fd.get_ref().contract()
     }
 
+    /// How the stream ended, once it has ([`Subscriber::stream_end`]): the publisher ended it,
+    /// or its process went away without ending it.
+    pub fn stream_end(&self) -> Option<crate::StreamEnd> {
+        self.fd.get_ref().stream_end()
+    }
+
     /// Whether the publisher still gates on this subscriber.
     pub fn is_gating(&self) -> bool {
         self.fd.get_ref().is_gating()

@@ -1,0 +1,82 @@
+//! Ending a publisher's stream from another thread: for a process that leaves on a signal,
+//! whose main thread may be busy (blocked reading its input, or waiting for space) and never
+//! gets to drop the publisher.
+
+use std::sync::{Arc, Mutex, TryLockError, Weak};
+use std::time::{Duration, Instant};
+
+use crate::claim::Claim;
+use crate::shared::Shared;
+
+/// Ends a [`Publisher`](crate::Publisher)'s stream from any thread
+/// ([`Publisher::closer`](crate::Publisher::closer)), as dropping the publisher would: the
+/// socket file goes, then every subscriber receives what was committed and then
+/// [`Disconnected`](crate::RecvError::Disconnected), with
+/// [`StreamEnd::Closed`](crate::StreamEnd::Closed) rather than `Vanished`. Meant for a process
+/// about to exit on a signal; the publisher publishes nothing after it that anyone receives.
+///
+/// ```no_run
+/// let mut publisher = shmcast::Publisher::bind("ticks")?;
+/// let closer = publisher.closer();
+/// std::thread::spawn(move || {
+///     // ... wait for SIGTERM (for instance with `sigwait` in this thread) ...
+///     closer.close(std::time::Duration::from_millis(100));
+///     std::process::exit(0);
+/// });
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Closer {
+    /// Weak: a closer does not keep a dropped publisher's ring and descriptors alive.
+    shared: Weak<Shared>,
+    claim: Arc<Mutex<Claim>>,
+}
+
+impl Closer {
+    pub(crate) fn new(shared: &Arc<Shared>, claim: Claim) -> Closer {
+        Closer {
+            shared: Arc::downgrade(shared),
+            claim: Arc::new(Mutex::new(claim)),
+        }
+    }
+
+    /// Ends the stream, waiting at most `within` for the publisher's writer, which a loan in
+    /// progress holds (a loan waiting for space does not). Returns whether the stream is ended
+    /// (also when the publisher was dropped already); `false` if the writer stayed busy (the
+    /// socket file is removed all the same). Loans after it fail with
+    /// [`LoanError::Closed`](crate::LoanError::Closed).
+    pub fn close(&self, within: Duration) -> bool {
+        if let Ok(mut claim) = self.claim.lock() {
+            claim.release();
+        }
+        let Some(shared) = self.shared.upgrade() else {
+            return true;
+        };
+        let deadline = Instant::now() + within;
+        loop {
+            match shared.writer.try_lock() {
+                Ok(mut w) => {
+                    shared.wake(&mut w, |w, wake| w.close(wake));
+                    return true;
+                }
+                Err(TryLockError::Poisoned(p)) => {
+                    let mut w = p.into_inner();
+                    shared.wake(&mut w, |w, wake| w.close(wake));
+                    return true;
+                }
+                Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(TryLockError::WouldBlock) => return false,
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Closer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Closer")
+            .field("claim", &self.claim)
+            .finish_non_exhaustive()
+    }
+}
