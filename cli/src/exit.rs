@@ -216,7 +216,8 @@ fn is_socket(path: &Path) -> bool {
 pub const EXIT_CODES: &str = "\
 Exit codes:
   0  success
-  1  any other error (output that could not be written included; a closed pipe is not one)
+  1  any other error (output that could not be written included; a closed pipe is not one;
+     for echo and hz, a publisher that went away without ending its stream: killed or crashed)
   2  usage error: a wrong command line or setting (--capacity not a power of two, an invalid
      topic name, a relative SHMCAST_DIR)
   3  missing topic: no publisher serves it

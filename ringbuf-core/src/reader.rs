@@ -289,6 +289,13 @@ impl Reader {
         self.writer_gone = true;
     }
 
+    /// Whether the writer ended the stream ([`Writer::close`](crate::Writer::close)), rather
+    /// than going away without a word.
+    pub fn writer_closed(&self) -> bool {
+        // SYNC(close): as in `at_end`.
+        self.ring.u32_at(hdr::CLOSED).load(Ordering::Acquire) != 0
+    }
+
     /// Picks up a demotion or eviction decided by the writer.
     fn check_mode(&mut self) -> Result<(), ReadError> {
         // SYNC(evict): Acquire; pairs with the Release store in Writer::evict.
