@@ -47,7 +47,8 @@ impl<'a> Sample<'a> {
     /// the publisher past its [stall bound](crate::PublisherBuilder::stall_bound)) no longer
     /// holds the publisher back, and the publisher may then write a later message over the
     /// sample: call this after using the bytes, and discard what was made of them if it
-    /// returns `false`. The next receive reports the demotion ([`RecvError::Demoted`]).
+    /// returns `false`. The next receive reports the demotion
+    /// ([`RecvError::Demoted`](crate::RecvError::Demoted)).
     ///
     /// ```no_run
     /// # let mut sub = shmcast::Subscriber::connect("prices")?;
