@@ -415,7 +415,8 @@ impl Publisher {
     /// one, or with what is still in the ring for [`Start::Oldest`](crate::Start::Oldest)): call
     /// this before the first message when every subscriber must see the whole stream. A
     /// subscriber counts from the moment it is admitted, before its handshake completes, so
-    /// nothing published after this returns is lost to it.
+    /// nothing published after this returns is lost to it. One whose expectation the topic's
+    /// contract does not meet is refused before it is admitted, and never counts.
     ///
     /// ```no_run
     /// use std::time::Duration;
