@@ -142,14 +142,14 @@
 #define SHMCAST_STREAM_GOING_ON 0
 
 /**
- * `shmcast_subscriber_stream_end`: the publisher ended the stream (it was destroyed, or its
- * process exited normally).
+ * `shmcast_subscriber_stream_end`: the publisher ended the stream (`shmcast_publisher_destroy`).
  */
 #define SHMCAST_STREAM_CLOSED 1
 
 /**
  * `shmcast_subscriber_stream_end`: the publisher's process went away without ending the
- * stream (killed, crashed, or `_exit` without destroying the publisher).
+ * stream: killed, crashed, or exited (`exit`, a return from `main`, `_exit`) without
+ * `shmcast_publisher_destroy`, which also leaves its socket file behind.
  */
 #define SHMCAST_STREAM_VANISHED 2
 

@@ -520,11 +520,11 @@ pub unsafe extern "C" fn shmcast_subscriber_fd(sub: *const shmcast_subscriber) -
 
 /// `shmcast_subscriber_stream_end`: the stream goes on.
 pub const SHMCAST_STREAM_GOING_ON: c_int = 0;
-/// `shmcast_subscriber_stream_end`: the publisher ended the stream (it was destroyed, or its
-/// process exited normally).
+/// `shmcast_subscriber_stream_end`: the publisher ended the stream (`shmcast_publisher_destroy`).
 pub const SHMCAST_STREAM_CLOSED: c_int = 1;
 /// `shmcast_subscriber_stream_end`: the publisher's process went away without ending the
-/// stream (killed, crashed, or `_exit` without destroying the publisher).
+/// stream: killed, crashed, or exited (`exit`, a return from `main`, `_exit`) without
+/// `shmcast_publisher_destroy`, which also leaves its socket file behind.
 pub const SHMCAST_STREAM_VANISHED: c_int = 2;
 
 /// How the stream ended: `SHMCAST_STREAM_GOING_ON` (0) while it goes on, then, once a receive

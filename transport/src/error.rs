@@ -242,8 +242,9 @@ pub enum ConnectError {
     },
     /// The publisher did not answer the handshake in time.
     HandshakeTimeout,
-    /// The topic's contract does not meet this subscriber's expectation. The connection and the
-    /// shared memory were dropped; the publisher saw a subscriber leave.
+    /// The topic's contract does not meet this subscriber's expectation. The publisher refused
+    /// the subscriber before admitting it (it counts a refusal); against a publisher that
+    /// admitted it anyway, the connection and the shared memory were dropped.
     ContractMismatch {
         /// What this subscriber expects.
         expected: Expectation,
@@ -555,10 +556,19 @@ pub struct WaitError {
     pub connected: usize,
     /// How long it waited.
     pub waited: std::time::Duration,
+    /// The stream was ended meanwhile ([`Closer`](crate::Closer)): nobody can connect any more.
+    pub closed: bool,
 }
 
 impl fmt::Display for WaitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.closed {
+            return write!(
+                f,
+                "the stream was ended while waiting for {} subscribers ({} connected)",
+                self.wanted, self.connected
+            );
+        }
         write!(
             f,
             "timed out after {:?} waiting for {} subscribers ({} connected)",

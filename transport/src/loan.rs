@@ -114,6 +114,15 @@ impl<'a> Loan<'a> {
             self.shared
                 .wake(&mut self.guard, |w, wake| w.commit(res, wake));
         }
+        self.close_if_asked();
+    }
+
+    /// Ends the stream if a [`Closer`](crate::Closer) asked for it while this loan held the
+    /// writer: the close it could not make waits for the loan's end.
+    fn close_if_asked(&mut self) {
+        if self.shared.closing() {
+            self.shared.wake(&mut self.guard, |w, wake| w.close(wake));
+        }
     }
 
     /// The most bytes this loan can hold.
@@ -281,6 +290,7 @@ impl Drop for Loan<'_> {
     fn drop(&mut self) {
         if let Some(res) = self.res.take() {
             self.guard.abandon(res);
+            self.close_if_asked();
         }
     }
 }

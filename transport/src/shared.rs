@@ -3,7 +3,7 @@
 
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -39,9 +39,17 @@ pub(crate) struct Shared {
     /// Messages the publisher's source lost before they reached it, as the publisher reports
     /// them ([`Publisher::note_upstream_lost`](crate::Publisher::note_upstream_lost)).
     pub(crate) upstream_lost: AtomicU64,
+    /// A [`Closer`](crate::Closer) asked for the end of the stream: no loan starts any more,
+    /// and a loan in progress closes the ring when it ends.
+    pub(crate) closing: AtomicBool,
 }
 
 impl Shared {
+    /// Whether a [`Closer`](crate::Closer) asked for the end of the stream.
+    pub(crate) fn closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+
     /// The writer; a panic while it was held poisons nothing the writer relies on.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Writer<Link>> {
         self.writer.lock().unwrap_or_else(PoisonError::into_inner)

@@ -717,3 +717,33 @@ fn a_closer_ends_the_stream_from_another_thread() {
     drop((sub, publisher));
     fds.check();
 }
+
+/// A close that finds a loan in progress waits for it: the loan's message is the last one,
+/// and then the stream ends; waits for subscribers end at once.
+#[test]
+fn a_close_during_a_loan_ends_the_stream_when_the_loan_ends() {
+    let fds = FdGuard::new();
+    let t = topic("closer-loan");
+    let mut publisher = Publisher::builder(&t).capacity(4096).bind().unwrap();
+    let mut sub = Subscriber::connect(&t).unwrap();
+    let closer = publisher.closer();
+    publisher.send(b"first").unwrap();
+    let loan = publisher.loan(4).unwrap();
+    // The loan holds the writer: the close cannot finish within its wait.
+    assert!(!closer.close(Duration::from_millis(20)));
+    let mut loan = loan;
+    loan.copy_from_slice(b"last");
+    loan.publish();
+    assert!(matches!(publisher.loan(4), Err(LoanError::Closed)));
+    let err = publisher
+        .wait_for_subscribers(2, Duration::from_secs(60))
+        .unwrap_err();
+    assert!(err.closed && err.connected == 1, "{err:?}");
+    assert!(err.to_string().starts_with("the stream was ended"), "{err}");
+    assert_eq!(&*sub.recv_timeout(T).unwrap(), b"first");
+    assert_eq!(&*sub.recv_timeout(T).unwrap(), b"last");
+    assert!(matches!(sub.recv_timeout(T), Err(RecvError::Disconnected)));
+    assert_eq!(sub.stream_end(), Some(shmcast::StreamEnd::Closed));
+    drop((sub, publisher, closer));
+    fds.check();
+}

@@ -452,3 +452,48 @@ fn the_stream_ends_after_a_final_error_and_gives_its_subscriber_back() {
         drop(rt);
     });
 }
+
+/// An async loan waiting for space that a stopped subscriber holds, with no stall bound, ends
+/// with `Closed` as soon as a `Closer` ends the stream; so does a wait for subscribers.
+#[test]
+fn a_close_ends_async_waits_for_space_and_for_subscribers() {
+    let fds = guard();
+    let rt = current_thread();
+    let t = topic("closer");
+    rt.block_on(async {
+        let publisher = Publisher::builder(&t)
+            .capacity(1024)
+            .max_message(200)
+            .stall_bound(None)
+            .bind()
+            .unwrap();
+        let closer = publisher.closer();
+        let mut publisher = AsyncPublisher::new(publisher).unwrap();
+        let _held = shmcast::Subscriber::connect(&t).unwrap();
+        let filled = async {
+            loop {
+                match publisher.loan(200).await {
+                    Ok(loan) => loan.publish(),
+                    Err(e) => return e,
+                }
+            }
+        };
+        let closing = async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert!(closer.close(Duration::from_secs(10)));
+        };
+        let (ended, ()) = tokio::join!(
+            async { tokio::time::timeout(PUBLISH_BOUND, filled).await },
+            closing
+        );
+        assert!(matches!(ended, Ok(shmcast::LoanError::Closed)), "{ended:?}");
+        let waited = tokio::time::timeout(PUBLISH_BOUND, publisher.wait_for_subscribers(5)).await;
+        assert_eq!(
+            waited.ok(),
+            Some(1),
+            "returns at once, with the one connected"
+        );
+    });
+    drop(rt);
+    fds.check();
+}

@@ -2,6 +2,8 @@
 //! whose main thread may be busy (blocked reading its input, or waiting for space) and never
 //! gets to drop the publisher.
 
+use std::os::fd::AsFd;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, TryLockError, Weak};
 use std::time::{Duration, Instant};
 
@@ -13,7 +15,10 @@ use crate::shared::Shared;
 /// socket file goes, then every subscriber receives what was committed and then
 /// [`Disconnected`](crate::RecvError::Disconnected), with
 /// [`StreamEnd::Closed`](crate::StreamEnd::Closed) rather than `Vanished`. Meant for a process
-/// about to exit on a signal; the publisher publishes nothing after it that anyone receives.
+/// about to exit on a signal. No loan starts after it ([`LoanError::Closed`](crate::LoanError::Closed)),
+/// waits for space and for subscribers end at once, and a loan in progress (which holds the
+/// writer) ends the stream when it is published or dropped: what it publishes is the last
+/// message subscribers receive.
 ///
 /// ```no_run
 /// let mut publisher = shmcast::Publisher::bind("ticks")?;
@@ -42,9 +47,9 @@ impl Closer {
 
     /// Ends the stream, waiting at most `within` for the publisher's writer, which a loan in
     /// progress holds (a loan waiting for space does not). Returns whether the stream is ended
-    /// (also when the publisher was dropped already); `false` if the writer stayed busy (the
-    /// socket file is removed all the same). Loans after it fail with
-    /// [`LoanError::Closed`](crate::LoanError::Closed).
+    /// now (also when the publisher was dropped already); `false` if a loan in progress kept
+    /// the writer that long: the stream then ends when that loan is published or dropped. The
+    /// socket file is removed either way.
     pub fn close(&self, within: Duration) -> bool {
         if let Ok(mut claim) = self.claim.lock() {
             claim.release();
@@ -52,6 +57,11 @@ impl Closer {
         let Some(shared) = self.shared.upgrade() else {
             return true;
         };
+        shared.closing.store(true, Ordering::Release);
+        // Waits for space and for subscribers look again, and find the stream ending.
+        shared.space.kick();
+        shared.joined.notify_all();
+        let _ = crate::sys::event::eventfd_signal(shared.joined_fd.as_fd());
         let deadline = Instant::now() + within;
         loop {
             match shared.writer.try_lock() {

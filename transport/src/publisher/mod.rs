@@ -23,7 +23,7 @@ pub use shmcast_core::DEFAULT_CACHE_WINDOW;
 use shmcast_core::{ReserveError, RingConfig, Writer};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -155,6 +155,7 @@ impl Publisher {
             refused: AtomicU64::new(0),
             departed: AtomicU64::new(0),
             upstream_lost: AtomicU64::new(0),
+            closing: AtomicBool::new(false),
         });
 
         let (claim, listener) = Claim::bind(&path)?;
@@ -283,6 +284,9 @@ impl Publisher {
         let mut full = FullWait::new(wait, self.stall_bound);
         let mut tokens = [0u64; wake::SPACE_EVENTS];
         loop {
+            if shared.closing() {
+                return Err(LoanError::Closed);
+            }
             match guard.try_reserve(len) {
                 Ok(res) => {
                     self.stall.end();
@@ -334,6 +338,9 @@ impl Publisher {
         let shared: &Shared = &self.shared;
         let mut guard = shared.lock();
         loop {
+            if shared.closing() {
+                return Err(LoanError::Closed);
+            }
             if guard.has_space_for(len) {
                 self.stall.end();
                 return Ok(None);
@@ -435,6 +442,14 @@ impl Publisher {
             if connected >= n {
                 return Ok(connected);
             }
+            if self.shared.closing() {
+                return Err(WaitError {
+                    wanted: n,
+                    connected,
+                    waited: start.elapsed(),
+                    closed: true,
+                });
+            }
             let left = match deadline {
                 Some(d) => d.saturating_duration_since(Instant::now()),
                 None => wake::PARK_RECHECK,
@@ -444,6 +459,7 @@ impl Publisher {
                     wanted: n,
                     connected,
                     waited: start.elapsed(),
+                    closed: false,
                 });
             }
             // Bounded slices: a departure (which does not signal) is seen within one.

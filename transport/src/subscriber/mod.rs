@@ -592,7 +592,9 @@ impl Subscriber {
         }
     }
 
-    /// Whether the publisher still gates on this subscriber.
+    /// Whether the publisher still gates on this subscriber, as of its last receive: a
+    /// demotion shows here once a receive has reported it ([`RecvError::Demoted`]); a held
+    /// sample tells it at once ([`Sample::is_intact`]).
     pub fn is_gating(&self) -> bool {
         self.reader.is_gating()
     }

@@ -180,7 +180,7 @@ impl AsyncPublisher {
     pub async fn wait_for_subscribers(&self, n: usize) -> usize {
         loop {
             let connected = self.inner.subscriber_count();
-            if connected >= n {
+            if connected >= n || self.inner.shared().closing() {
                 return connected;
             }
             // Bounded slices, as the blocking wait: the server thread signals admissions only.
