@@ -26,18 +26,25 @@ fn fill(publisher: &mut Publisher, byte: u8) {
     }
 }
 
-#[test]
-fn a_sample_held_while_the_publisher_waits_stays_intact() {
-    let fds = FdGuard::new();
-    let t = topic("gated");
+/// A publisher of 200-byte messages through a 1 KiB ring (four fit) with `stall_bound`, a
+/// gating subscriber, and a first message of `a`s waiting for it.
+fn publisher_and_subscriber(name: &str, stall_bound: Option<Duration>) -> (Publisher, Subscriber) {
+    let t = topic(name);
     let mut publisher = Publisher::builder(&t)
         .capacity(1024)
         .max_message(200)
-        .stall_bound(None)
+        .stall_bound(stall_bound)
         .bind()
         .unwrap();
-    let mut sub = Subscriber::connect(&t).unwrap();
+    let sub = Subscriber::connect(&t).unwrap();
     publisher.send(&[b'a'; 200]).unwrap();
+    (publisher, sub)
+}
+
+#[test]
+fn a_sample_held_while_the_publisher_waits_stays_intact() {
+    let fds = FdGuard::new();
+    let (mut publisher, mut sub) = publisher_and_subscriber("gated", None);
     let sample = sub.recv().unwrap();
     fill(&mut publisher, b'b');
     assert!(matches!(
@@ -55,15 +62,8 @@ fn a_sample_held_while_the_publisher_waits_stays_intact() {
 #[test]
 fn a_sample_held_past_the_stall_bound_is_no_longer_intact() {
     let fds = FdGuard::new();
-    let t = topic("demoted");
-    let mut publisher = Publisher::builder(&t)
-        .capacity(1024)
-        .max_message(200)
-        .stall_bound(Some(Duration::from_millis(50)))
-        .bind()
-        .unwrap();
-    let mut sub = Subscriber::connect(&t).unwrap();
-    publisher.send(&[b'a'; 200]).unwrap();
+    let (mut publisher, mut sub) =
+        publisher_and_subscriber("demoted", Some(Duration::from_millis(50)));
     let sample = sub.recv().unwrap();
     // The ring fills behind the held sample; the loan that waits out the bound demotes the
     // subscriber, and the publisher laps the sample.
