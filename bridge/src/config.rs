@@ -10,7 +10,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use shmcast::MessageType;
+use shmcast::{MAX_CAPACITY, MIN_CAPACITY, MessageType, RingConfig};
 use zenoh::key_expr::KeyExpr;
 
 use crate::endpoint::{check_endpoint, clean};
@@ -247,10 +247,7 @@ impl TopicConfig {
             ));
         }
         if let Some(m) = self.max_message {
-            let limit = match self.capacity {
-                Some(c) => (c / 2 - 16).min(MAX_MESSAGE),
-                None => MAX_MESSAGE,
-            };
+            let limit = RingConfig::payload_limit(self.capacity.unwrap_or(MAX_CAPACITY));
             if m == 0 || m as u64 > limit {
                 let of = match self.capacity {
                     Some(c) => format!("a {c}-byte ring holds messages up to {limit} bytes"),
@@ -266,37 +263,12 @@ impl TopicConfig {
     }
 }
 
-/// The smallest ring (`PublisherBuilder::capacity`).
-const MIN_CAPACITY: u64 = 64;
-/// The largest ring.
-const MAX_CAPACITY: u64 = 1 << 40;
-/// The largest message any ring holds (`PublisherBuilder::max_message`).
-const MAX_MESSAGE: u64 = (4 << 30) - 16;
-
-/// A topic as `Publisher::builder` and `Subscriber::builder` take it: a name of A-Z a-z 0-9
-/// `.` `_` `-` not starting with `.`, or a socket path (with a `/`).
+/// A topic as `Publisher::builder` and `Subscriber::builder` take it ([`shmcast::check_topic`]).
 fn check_topic_name(topic: &str) -> Result<(), ConfigError> {
-    let refused = if topic.contains('/') {
-        topic.ends_with('/') || topic.ends_with("/.") || topic.ends_with("/..")
-    } else {
-        topic.is_empty()
-            || topic.starts_with('.')
-            || !topic
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
-    };
     if topic.is_empty() {
         return Err(ConfigError::field("topic", "must not be empty"));
     }
-    if refused {
-        let why = if topic.contains('/') {
-            format!("topic path {topic:?} does not end with a socket's name")
-        } else {
-            shmcast::TopicError::InvalidName(topic.to_owned()).to_string()
-        };
-        return Err(ConfigError::field_owned("topic", &why));
-    }
-    Ok(())
+    shmcast::check_topic(topic).map_err(|e| ConfigError::field_owned("topic", &e.to_string()))
 }
 
 /// A key one topic can travel on: a Zenoh key expression without wildcards.

@@ -197,10 +197,7 @@ fn flag(option: &str) -> String {
     format!("--{}", option.replace('_', "-"))
 }
 
-/// The ring capacities the library accepts (shmcast-core's `MIN_CAPACITY` and `MAX_CAPACITY`,
-/// which the `shmcast` crate does not re-export; `pub --capacity` tests pin them).
-const MIN_CAPACITY: u64 = 64;
-const MAX_CAPACITY: u64 = 1 << 40;
+use shmcast::{MAX_CAPACITY, MIN_CAPACITY};
 
 /// The duration a flag gives in seconds, or a usage error naming the flag.
 pub fn seconds(flag: &str, secs: f64) -> Result<Duration, Failure> {

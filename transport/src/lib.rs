@@ -217,9 +217,10 @@ pub use publisher::{
     Publisher, PublisherBuilder, PublisherStats,
 };
 pub use shmcast_core::Resume;
+pub use shmcast_core::layout::{MAX_CAPACITY, MIN_CAPACITY};
 pub use shmcast_core::{
-    ConfigError, FrameError, LayoutError, Mode, Start, SubscriberId, SubscriberInfo,
+    ConfigError, FrameError, LayoutError, Mode, RingConfig, Start, SubscriberId, SubscriberInfo,
 };
 pub use subscriber::Latest;
 pub use subscriber::{Sample, StreamEnd, Subscriber, SubscriberBuilder, SubscriberStats};
-pub use topic::{DirSource, FileKind, MAX_SOCKET_PATH, TopicDir, TopicError};
+pub use topic::{DirSource, FileKind, MAX_SOCKET_PATH, TopicDir, TopicError, check_topic};

@@ -249,24 +249,24 @@ pub(crate) struct Resolved {
     pub(crate) source: DirSource,
 }
 
-/// The socket path for `topic`, a name resolved in `directory` (or the default directory) or a
-/// path. With `create`, makes the topic directory if needed.
-pub(crate) fn resolve(
-    topic: &str,
-    directory: Option<&Path>,
-    create: bool,
-) -> Result<Resolved, TopicError> {
+/// Checks `topic` as publishers and subscribers take it, without looking anywhere: a name of
+/// `A-Z a-z 0-9 . _ -` not starting with `.`, or a socket path (with a `/`) that ends with the
+/// socket's name and fits a socket address. For programs that take topics from their
+/// configuration and want to refuse a bad one before anything starts.
+///
+/// ```
+/// assert!(shmcast::check_topic("prices.eu").is_ok());
+/// assert!(shmcast::check_topic("bad name").is_err());
+/// assert!(shmcast::check_topic("/run/app/").is_err());
+/// ```
+pub fn check_topic(topic: &str) -> Result<(), TopicError> {
     if topic.contains('/') {
         let path = PathBuf::from(topic);
         // `Path::file_name` passes over a trailing `/` and `.`, which a socket path may not have.
         if path.file_name().is_none() || topic.ends_with('/') || topic.ends_with("/.") {
             return Err(TopicError::NotASocket(path));
         }
-        check_len(&path)?;
-        return Ok(Resolved {
-            path,
-            source: DirSource::SocketPath,
-        });
+        return check_len(&path);
     }
     let valid = !topic.is_empty()
         && !topic.starts_with('.')
@@ -275,6 +275,23 @@ pub(crate) fn resolve(
             .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
     if !valid {
         return Err(TopicError::InvalidName(topic.to_owned()));
+    }
+    Ok(())
+}
+
+/// The socket path for `topic`, a name resolved in `directory` (or the default directory) or a
+/// path. With `create`, makes the topic directory if needed.
+pub(crate) fn resolve(
+    topic: &str,
+    directory: Option<&Path>,
+    create: bool,
+) -> Result<Resolved, TopicError> {
+    check_topic(topic)?;
+    if topic.contains('/') {
+        return Ok(Resolved {
+            path: PathBuf::from(topic),
+            source: DirSource::SocketPath,
+        });
     }
     let dir = choose(directory, std::env::var_os, sys::process::getuid())?;
     let path = dir.path.join(topic);
