@@ -42,9 +42,11 @@ fn role_entry() {
     }
 }
 
-/// args: topic mode(gating|lossy) max count. Receives with `recv_latest` until disconnected;
-/// checks every message, that each skip count is the distance from the previous one, that the
-/// last message is received, and the counters; prints `summary received=… skipped=…`.
+/// args: topic mode(gating|lossy|lossy-try) max count. Receives with `recv_latest` until
+/// disconnected (`lossy-try`: with `try_recv_latest`, waiting in `poll()` on the descriptor
+/// after `Empty`, as an event loop does); checks every message, that each skip count is the
+/// distance from the previous one, that the last message is received, and the counters; prints
+/// `summary received=… skipped=…`.
 fn latest_reader(args: &[String]) {
     let fds = FdGuard::new();
     let mode = if args[1] == "gating" {
@@ -52,22 +54,39 @@ fn latest_reader(args: &[String]) {
     } else {
         Mode::Lossy
     };
+    let polling = args[1] == "lossy-try";
     let (max, count): (usize, u64) = (args[2].parse().unwrap(), args[3].parse().unwrap());
     let mut sub = connect(&args[0], mode, Resume::Newest);
     println!("ready");
     let (mut received, mut skipped, mut next) = (0u64, 0u64, 0u64);
     let mut scratch = Vec::new();
     loop {
-        match sub.recv_latest_timeout(WATCHDOG) {
+        // Whether to wait in `poll()`, once the receive's borrow has ended.
+        let wait = match if polling {
+            sub.try_recv_latest()
+        } else {
+            sub.recv_latest_timeout(WATCHDOG)
+        } {
             Ok(m) => {
                 assert_eq!(m.seq(), next + m.skipped(), "the skip count is exact");
                 verify(m.seq(), &m, max, &mut scratch);
                 received += 1;
                 skipped += m.skipped();
                 next = m.seq() + 1;
+                false
             }
             Err(RecvError::Disconnected) => break,
+            Err(RecvError::Empty) if polling => true,
             Err(e) => panic!("latest reader: {e}"),
+        };
+        if wait {
+            let mut fd = [rustix::event::PollFd::new(
+                &sub,
+                rustix::event::PollFlags::IN,
+            )];
+            let within = rustix::time::Timespec::try_from(WATCHDOG).unwrap();
+            let n = rustix::event::poll(&mut fd, Some(&within)).unwrap();
+            assert_eq!(n, 1, "the descriptor became readable within the watchdog");
         }
     }
     assert_eq!(next, count, "the last message is always received");
@@ -146,7 +165,8 @@ fn latest_readers_account_for_every_message_of_a_flat_out_publisher() {
         .max_message(max as u64)
         .bind()
         .unwrap();
-    let children: Vec<_> = ["lossy", "gating"]
+    let modes = ["lossy", "gating", "lossy-try"];
+    let children: Vec<_> = modes
         .iter()
         .map(|mode| {
             let args = [
@@ -159,11 +179,11 @@ fn latest_readers_account_for_every_message_of_a_flat_out_publisher() {
         })
         .collect();
     until("subscribers never admitted", || {
-        publisher.subscriber_count() == 2
+        publisher.subscriber_count() == 3
     });
     publish(&mut publisher, 0..count, max);
     drop(publisher);
-    for (c, mode) in children.into_iter().zip(["lossy", "gating"]) {
+    for (c, mode) in children.into_iter().zip(modes) {
         let out = c.finish();
         eprintln!("{mode} latest reader: {}", out.trim());
         assert_eq!(field(&out, "received") + field(&out, "skipped"), count);

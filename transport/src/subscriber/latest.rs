@@ -94,13 +94,12 @@ impl Subscriber {
     /// [`try_recv`](Self::try_recv).
     pub fn try_recv_latest(&mut self) -> Result<Latest<'_>, RecvError> {
         let before = self.reader.next_seq();
-        if let Some(got) = self.next_latest()? {
-            return Ok(self.latest(got, before));
+        // Nothing new: the wait is announced (or what arrived meanwhile is taken, still the
+        // newest and still never `Lagged`).
+        match self.try_next_with(Self::next_latest)? {
+            Some(got) => Ok(self.latest(got, before)),
+            None => Err(RecvError::Empty),
         }
-        // Nothing new: `try_recv` parks (or takes what arrived meanwhile).
-        let sample = self.try_recv()?;
-        let skipped = sample.seq().saturating_sub(before);
-        Ok(Latest { sample, skipped })
     }
 
     /// How many messages the publisher has committed beyond the last one this subscriber

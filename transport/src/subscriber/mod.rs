@@ -33,7 +33,9 @@ use std::time::{Duration, Instant};
 pub struct SubscriberStats {
     /// Messages received.
     pub received: u64,
-    /// Messages missed (sum of `Lagged(n)`).
+    /// Messages missed: overwritten before this subscriber read them (the sum of every
+    /// `Lagged(n)`, and the messages a latest read found overwritten while it read them, which
+    /// it reports in [`Latest::skipped`] instead of a `Lagged`).
     pub lagged: u64,
     /// `Lagged` reports.
     pub lag_events: u64,
@@ -237,7 +239,17 @@ impl Subscriber {
 
     /// What [`try_recv`](Self::try_recv) finds, not yet lent out (`None`: `Empty`).
     pub(crate) fn try_next(&mut self) -> Result<Option<Got>, RecvError> {
-        if let Some(got) = self.next()? {
+        self.try_next_with(Self::next)
+    }
+
+    /// What `next` finds without waiting, not yet lent out; `None` (`Empty`) once this
+    /// subscriber announced its wait, so that the descriptor becomes readable when a receive
+    /// would find something.
+    pub(crate) fn try_next_with(
+        &mut self,
+        mut next: impl FnMut(&mut Self) -> Result<Option<Got>, RecvError>,
+    ) -> Result<Option<Got>, RecvError> {
+        if let Some(got) = next(self)? {
             self.stuck = 0;
             return Ok(Some(got));
         }
@@ -252,7 +264,7 @@ impl Subscriber {
                 return Ok(None);
             }
             self.reader.unpark();
-            match self.next() {
+            match next(self) {
                 Ok(Some(got)) => {
                     self.stuck = 0;
                     self.prime()?;
