@@ -340,7 +340,8 @@ typedef struct shmcast_publisher_options {
      * bytes of UTF-8 without control characters; a Rust peer names a type by its name without
      * module paths, `Tick` for `app::Tick`), with `type_size` and `type_align`. Subscribers
      * read the declaration, and one that expects another type fails with
-     * `SHMCAST_ECONTRACT`. Default `NULL`: nothing declared (bytes of no declared type).
+     * `SHMCAST_ECONTRACT`. Sends and publishes of any other length than `type_size` are then
+     * refused (`SHMCAST_EINVAL`). Default `NULL`: nothing declared (bytes of no declared type).
      * Read during `shmcast_publisher_create` only. Set this or `schema_name`, not both.
      */
     const char *type_name;
@@ -668,7 +669,11 @@ typedef struct shmcast_subscriber_stats {
      */
     uint64_t received;
     /**
-     * Messages missed (the sum of every lag reported).
+     * Messages missed: overwritten before this subscriber read them (the sum of every
+     * `SHMCAST_ELAGGED` count, and the messages `shmcast_subscriber_recv_latest` found
+     * overwritten while it read them, which it adds to its `skipped` count instead of
+     * reporting a lag). `received + lagged`, plus the messages latest receives skipped
+     * unread, is every message since the subscriber joined.
      */
     uint64_t lagged;
     /**
@@ -858,7 +863,9 @@ int shmcast_publisher_loan(struct shmcast_publisher *pub, size_t len, int timeou
  * are woken (one futex wake for all those blocked in a receive, one doorbell per subscriber
  * waiting on its descriptor, none if nobody is parked). Never blocks.
  *
- * Errors: `SHMCAST_EINVAL` (null `pub`, or no loan is outstanding).
+ * Errors: `SHMCAST_EINVAL` (null `pub`, no loan is outstanding, or, on a topic that declares a
+ * type, a loan of another length than the type's size: nothing is published and the loan
+ * stays outstanding, to be abandoned).
  *
  * Threads: callable from any thread, but not concurrently with another call on the same
  * handle.
@@ -891,8 +898,9 @@ int shmcast_publisher_publish(struct shmcast_publisher *pub);
  * }
  * ```
  *
- * Errors: `SHMCAST_EINVAL` (null `pub`, no loan is outstanding, or `len` above the length
- * loaned).
+ * Errors: `SHMCAST_EINVAL` (null `pub`, no loan is outstanding, `len` above the length
+ * loaned, or, on a topic that declares a type, `len` other than the type's size: the loan
+ * stays outstanding).
  *
  * Threads: callable from any thread, but not concurrently with another call on the same
  * handle.
@@ -928,8 +936,10 @@ int shmcast_publisher_abandon(struct shmcast_publisher *pub);
  * `data` may be `NULL` when `len` is 0. Waits for space as `shmcast_publisher_loan` does,
  * according to `timeout_ms` (-1 without limit, 0 never, else at most that many milliseconds).
  *
- * Errors: `SHMCAST_EINVAL` (null `pub`, or null `data` with `len > 0`, `timeout_ms < -1`),
- * `SHMCAST_EBUSY` (a loan is outstanding), `SHMCAST_ETOOLARGE`, `SHMCAST_EAGAIN`,
+ * Errors: `SHMCAST_EINVAL` (null `pub`, or null `data` with `len > 0`, `timeout_ms < -1`, or,
+ * on a topic that declares a type, `len` other than the type's size: every message of such a
+ * topic is one value of the type), `SHMCAST_EBUSY` (a loan is outstanding),
+ * `SHMCAST_ETOOLARGE`, `SHMCAST_EAGAIN`,
  * `SHMCAST_ETIMEDOUT`, `SHMCAST_EIO`.
  *
  * Threads: callable from any thread, but not concurrently with another call on the same
@@ -1207,7 +1217,9 @@ int shmcast_subscriber_fd(const struct shmcast_subscriber *sub);
  * How the stream ended: `SHMCAST_STREAM_GOING_ON` (0) while it goes on, then, once a receive
  * returned `SHMCAST_EDISCONNECTED`, `SHMCAST_STREAM_CLOSED` (the publisher ended it) or
  * `SHMCAST_STREAM_VANISHED` (its process went away without ending it: killed or crashed).
- * Errors (negative): `SHMCAST_EINVAL` (`sub` is `NULL`), `SHMCAST_EBUSY` (a sample is held).
+ * Errors (negative): `SHMCAST_EINVAL` (`sub` is `NULL`), `SHMCAST_EBUSY` (a sample is held:
+ * one from `shmcast_subscriber_recv` not yet released, or a message kept after
+ * `SHMCAST_EMSGSIZE` not yet received).
  * Never blocks.
  *
  * Threads: callable from any thread, but not concurrently with another call on the same
@@ -1257,7 +1269,9 @@ int shmcast_subscriber_contract(const struct shmcast_subscriber *sub, struct shm
 /**
  * Stores the subscriber's counters in `*out`. Never blocks.
  *
- * Errors: `SHMCAST_EINVAL` (null argument), `SHMCAST_EBUSY` (a sample is held).
+ * Errors: `SHMCAST_EINVAL` (null argument), `SHMCAST_EBUSY` (a sample is held: one from
+ * `shmcast_subscriber_recv` not yet released, or a message kept after `SHMCAST_EMSGSIZE` not
+ * yet received).
  *
  * Threads: callable from any thread, but not concurrently with another call on the same
  * handle.

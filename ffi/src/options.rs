@@ -107,7 +107,8 @@ pub struct shmcast_publisher_options {
     /// bytes of UTF-8 without control characters; a Rust peer names a type by its name without
     /// module paths, `Tick` for `app::Tick`), with `type_size` and `type_align`. Subscribers
     /// read the declaration, and one that expects another type fails with
-    /// `SHMCAST_ECONTRACT`. Default `NULL`: nothing declared (bytes of no declared type).
+    /// `SHMCAST_ECONTRACT`. Sends and publishes of any other length than `type_size` are then
+    /// refused (`SHMCAST_EINVAL`). Default `NULL`: nothing declared (bytes of no declared type).
     /// Read during `shmcast_publisher_create` only. Set this or `schema_name`, not both.
     pub type_name: *const c_char,
     /// Declares that messages are bytes in this schema (a format and message type, e.g.

@@ -17,7 +17,7 @@ use crate::options::{
     SHMCAST_MODE_GATING, SHMCAST_MODE_LOSSY, Wait, publisher_builder, shmcast_publisher_options,
     topic_arg,
 };
-use shmcast_transport::{Loan, Mode, Publisher};
+use shmcast_transport::{Loan, MessageType, Mode, Publisher};
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::os::unix::ffi::OsStrExt;
 use std::ptr::NonNull;
@@ -32,6 +32,9 @@ pub struct shmcast_publisher {
     publisher: NonNull<Publisher>,
     /// The socket path, for `shmcast_publisher_path`.
     path: CString,
+    /// The declared Pod type's name and size, if the topic declares one: every message must be
+    /// one value (C has no typed send to check it at compile time).
+    pod: Option<(String, usize)>,
 }
 
 impl shmcast_publisher {
@@ -45,6 +48,17 @@ impl shmcast_publisher {
         // SAFETY: `publisher` is live until Drop, and with no loan outstanding nothing else
         // refers to it; `&mut self` makes this the only reference.
         Ok(unsafe { self.publisher.as_mut() })
+    }
+
+    /// Refuses a message of `len` bytes on a topic whose declared type has another size.
+    fn check_len(&self, len: usize) -> Result<(), Failure> {
+        match &self.pod {
+            Some((name, size)) if *size != len => Err(Failure::invalid(format_args!(
+                "the topic declares every message one {name} ({size} bytes): \
+                 a message of {len} bytes is not one"
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Takes a loan and keeps it in the handle.
@@ -182,10 +196,15 @@ pub unsafe extern "C" fn shmcast_publisher_create(
         let publisher = builder.bind()?;
         let path = CString::new(publisher.path().as_os_str().as_bytes())
             .map_err(|_| Failure::invalid("socket path contains a NUL byte"))?;
+        let pod = match &publisher.contract().message {
+            MessageType::Pod { name, size, .. } => Some((name.clone(), *size)),
+            _ => None,
+        };
         let handle = Box::new(shmcast_publisher {
             loan: None,
             publisher: NonNull::from(Box::leak(Box::new(publisher))),
             path,
+            pod,
         });
         // SAFETY: as above.
         unsafe { out.write(Box::into_raw(handle)) };
@@ -295,7 +314,9 @@ pub unsafe extern "C" fn shmcast_publisher_loan(
 /// are woken (one futex wake for all those blocked in a receive, one doorbell per subscriber
 /// waiting on its descriptor, none if nobody is parked). Never blocks.
 ///
-/// Errors: `SHMCAST_EINVAL` (null `pub`, or no loan is outstanding).
+/// Errors: `SHMCAST_EINVAL` (null `pub`, no loan is outstanding, or, on a topic that declares a
+/// type, a loan of another length than the type's size: nothing is published and the loan
+/// stays outstanding, to be abandoned).
 ///
 /// Threads: callable from any thread, but not concurrently with another call on the same
 /// handle.
@@ -311,9 +332,12 @@ pub unsafe extern "C" fn shmcast_publisher_publish(r#pub: *mut shmcast_publisher
         let h = unsafe { handle(r#pub) }?;
         let loan = h
             .loan
-            .take()
+            .as_ref()
             .ok_or_else(|| Failure::invalid("no loan is outstanding"))?;
-        loan.publish();
+        h.check_len(loan.len())?;
+        if let Some(loan) = h.loan.take() {
+            loan.publish();
+        }
         Ok(())
     })
 }
@@ -338,8 +362,9 @@ pub unsafe extern "C" fn shmcast_publisher_publish(r#pub: *mut shmcast_publisher
 /// }
 /// ```
 ///
-/// Errors: `SHMCAST_EINVAL` (null `pub`, no loan is outstanding, or `len` above the length
-/// loaned).
+/// Errors: `SHMCAST_EINVAL` (null `pub`, no loan is outstanding, `len` above the length
+/// loaned, or, on a topic that declares a type, `len` other than the type's size: the loan
+/// stays outstanding).
 ///
 /// Threads: callable from any thread, but not concurrently with another call on the same
 /// handle.
@@ -366,6 +391,10 @@ pub unsafe extern "C" fn shmcast_publisher_publish_len(
                 loan.len()
             )));
         }
+        h.check_len(len)?;
+        let Some(loan) = h.loan.as_mut() else {
+            return Err(Failure::invalid("no loan is outstanding"));
+        };
         loan.truncate(len);
         if let Some(loan) = h.loan.take() {
             loan.publish();
@@ -407,8 +436,10 @@ pub unsafe extern "C" fn shmcast_publisher_abandon(r#pub: *mut shmcast_publisher
 /// `data` may be `NULL` when `len` is 0. Waits for space as `shmcast_publisher_loan` does,
 /// according to `timeout_ms` (-1 without limit, 0 never, else at most that many milliseconds).
 ///
-/// Errors: `SHMCAST_EINVAL` (null `pub`, or null `data` with `len > 0`, `timeout_ms < -1`),
-/// `SHMCAST_EBUSY` (a loan is outstanding), `SHMCAST_ETOOLARGE`, `SHMCAST_EAGAIN`,
+/// Errors: `SHMCAST_EINVAL` (null `pub`, or null `data` with `len > 0`, `timeout_ms < -1`, or,
+/// on a topic that declares a type, `len` other than the type's size: every message of such a
+/// topic is one value of the type), `SHMCAST_EBUSY` (a loan is outstanding),
+/// `SHMCAST_ETOOLARGE`, `SHMCAST_EAGAIN`,
 /// `SHMCAST_ETIMEDOUT`, `SHMCAST_EIO`.
 ///
 /// Threads: callable from any thread, but not concurrently with another call on the same
@@ -439,6 +470,7 @@ pub unsafe extern "C" fn shmcast_publisher_send(
             unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
         };
         let wait = Wait::from_ms(timeout_ms)?;
+        h.check_len(len)?;
         h.lend(len, wait)?.copy_from_slice(payload);
         let loan = h.loan.take();
         if let Some(loan) = loan {

@@ -153,7 +153,11 @@ impl shmcast_sample {
 pub struct shmcast_subscriber_stats {
     /// Messages received.
     pub received: u64,
-    /// Messages missed (the sum of every lag reported).
+    /// Messages missed: overwritten before this subscriber read them (the sum of every
+    /// `SHMCAST_ELAGGED` count, and the messages `shmcast_subscriber_recv_latest` found
+    /// overwritten while it read them, which it adds to its `skipped` count instead of
+    /// reporting a lag). `received + lagged`, plus the messages latest receives skipped
+    /// unread, is every message since the subscriber joined.
     pub lagged: u64,
     /// `SHMCAST_ELAGGED` reports.
     pub lag_events: u64,
@@ -530,7 +534,9 @@ pub const SHMCAST_STREAM_VANISHED: c_int = 2;
 /// How the stream ended: `SHMCAST_STREAM_GOING_ON` (0) while it goes on, then, once a receive
 /// returned `SHMCAST_EDISCONNECTED`, `SHMCAST_STREAM_CLOSED` (the publisher ended it) or
 /// `SHMCAST_STREAM_VANISHED` (its process went away without ending it: killed or crashed).
-/// Errors (negative): `SHMCAST_EINVAL` (`sub` is `NULL`), `SHMCAST_EBUSY` (a sample is held).
+/// Errors (negative): `SHMCAST_EINVAL` (`sub` is `NULL`), `SHMCAST_EBUSY` (a sample is held:
+/// one from `shmcast_subscriber_recv` not yet released, or a message kept after
+/// `SHMCAST_EMSGSIZE` not yet received).
 /// Never blocks.
 ///
 /// Threads: callable from any thread, but not concurrently with another call on the same
@@ -612,7 +618,9 @@ pub unsafe extern "C" fn shmcast_subscriber_contract(
 
 /// Stores the subscriber's counters in `*out`. Never blocks.
 ///
-/// Errors: `SHMCAST_EINVAL` (null argument), `SHMCAST_EBUSY` (a sample is held).
+/// Errors: `SHMCAST_EINVAL` (null argument), `SHMCAST_EBUSY` (a sample is held: one from
+/// `shmcast_subscriber_recv` not yet released, or a message kept after `SHMCAST_EMSGSIZE` not
+/// yet received).
 ///
 /// Threads: callable from any thread, but not concurrently with another call on the same
 /// handle.

@@ -80,6 +80,29 @@ static void declared_pod(const char *prefix) {
     EXPECT_TRUE(sample.len == sizeof(Tick) && ((const Tick *)sample.data)->seq == 7);
     CHECK_OK(shmcast_sample_release(&sample));
 
+    /* Every message is one Tick: another length is refused, whichever way it is published,
+     * and a refused loan stays outstanding until abandoned. Nothing reaches the subscriber. */
+    {
+        void *buf = NULL;
+        EXPECT(shmcast_publisher_send(pub, "abc", 3, -1), SHMCAST_EINVAL);
+        EXPECT_MESSAGE("the topic declares every message one Tick (16 bytes): a message of 3 "
+                       "bytes is not one");
+        CHECK_OK(shmcast_publisher_loan(pub, 64, -1, &buf));
+        EXPECT(shmcast_publisher_publish(pub), SHMCAST_EINVAL);
+        EXPECT_MESSAGE("a message of 64 bytes is not one");
+        EXPECT(shmcast_publisher_publish_len(pub, 8), SHMCAST_EINVAL);
+        EXPECT_MESSAGE("a message of 8 bytes is not one");
+        memcpy(buf, &tick, sizeof tick);
+        CHECK_OK(shmcast_publisher_publish_len(pub, sizeof tick));
+        CHECK_OK(shmcast_subscriber_recv(typed, -1, &sample));
+        EXPECT_TRUE(sample.len == sizeof(Tick) && sample.seq == 1);
+        CHECK_OK(shmcast_sample_release(&sample));
+        CHECK_OK(shmcast_publisher_loan(pub, 3, -1, &buf));
+        EXPECT(shmcast_publisher_publish(pub), SHMCAST_EINVAL);
+        CHECK_OK(shmcast_publisher_abandon(pub));
+        EXPECT(shmcast_subscriber_recv(typed, 0, &sample), SHMCAST_EAGAIN);
+    }
+
     /* Each field that differs. */
     sopts = expect_pod("Quote", 16, 8);
     refused(t, &sopts, SHMCAST_ECONTRACT);
