@@ -53,6 +53,12 @@ pub(crate) fn capacity_refusal(
     {
         return Some(format!("the topic has its maximum of {max} subscribers"));
     }
+    descriptor_shortage(conn)
+}
+
+/// Why the connection `conn` (open already) and a control block after it would leave less
+/// than the descriptor reserve free, if they would.
+pub(crate) fn descriptor_shortage(conn: BorrowedFd<'_>) -> Option<String> {
     // Descriptors are allocated lowest first, so every number below `conn`'s is open: a lower
     // bound of the count, without listing them.
     let limit = sys::process::descriptor_limit();

@@ -10,7 +10,9 @@
 //! * More than `max_pending` clients mid-handshake: new ones are refused as busy.
 //! * `max_subscribers` admitted, or the process short of descriptors (less than an eighth of
 //!   `RLIMIT_NOFILE` free, see [`descriptor_reserve`](crate::policy::descriptor_reserve)): new
-//!   ones are refused as busy.
+//!   subscribers are refused as busy when their HELLO arrives. Inspections take no slot and
+//!   are still answered; short of descriptors, a client is accepted only while no other is
+//!   mid-handshake, so that requests never hold more than one descriptor of the reserve.
 //! * A hang-up removes the subscriber and signals a publisher waiting for space.
 //! * A client that sends INSPECT instead of HELLO gets the topic's snapshot (see
 //!   `introspect_serve`: bounded in size and rate, no descriptor) and its connection is closed.
@@ -173,7 +175,13 @@ impl Server {
                 self.refuse(&sock, RefuseReason::Busy, "too many pending handshakes");
                 continue;
             }
-            if let Some(why) = self.full(&sock) {
+            // The subscriber limit is checked at admission (an inspection takes no slot and
+            // must be answered when the topic is full: that is when it is needed). Short of
+            // descriptors, one request at a time is read, so that an inspection is answered
+            // while requests cannot eat into the descriptors kept for the rest of the program.
+            if pending > 0
+                && let Some(why) = policy::descriptor_shortage(sock.as_fd())
+            {
                 self.refuse(&sock, RefuseReason::Busy, &why);
                 continue;
             }

@@ -77,6 +77,18 @@ impl SharedMemory {
         if len == 0 || size > MAX_MAPPING_LEN {
             return Err(io::ErrorKind::InvalidInput.into());
         }
+        // A memfd counts against the file size limit: sizing it past the limit would raise
+        // SIGXFSZ, whose default action kills the whole process.
+        let limit = sys::process::file_size_limit();
+        if size > limit {
+            return Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!(
+                    "{size} bytes of shared memory exceed this process's file size limit \
+                     (RLIMIT_FSIZE, `ulimit -f`) of {limit} bytes"
+                ),
+            ));
+        }
         let fd = sys::fs::memfd_create_sealable(name)?;
         sys::fs::ftruncate(fd.as_fd(), size)?;
         // Map before sealing: FUTURE_WRITE refuses new writable mappings but spares this one.

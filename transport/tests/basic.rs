@@ -453,6 +453,9 @@ fn max_subscribers_refuses_the_next_until_one_leaves() {
     }
     assert_eq!(publisher.subscriber_count(), 2);
     assert!(publisher.stats().refused >= 3);
+    // An inspection takes no slot: a full topic answers it, when it is needed most.
+    let info = shmcast::Inspector::new(&t).inspect().unwrap();
+    assert_eq!(info.subscriber_count, 2);
     drop(first);
     until("the departure", || publisher.subscriber_count() == 1);
     let mut third = Subscriber::connect(&t).unwrap();

@@ -62,6 +62,9 @@ fn admitted_connections_never_take_the_publishers_descriptor_reserve() {
     };
     assert!(reason.contains("short of descriptors"), "{reason}");
     assert!(flood.len() >= 8, "only {} admitted", flood.len());
+    // Short of descriptors, the publisher still answers an inspection (one request at a time).
+    let info = shmcast::Inspector::new(&t).inspect().unwrap();
+    assert_eq!(info.subscriber_count, flood.len());
     publisher.expect_line("opened 8 files");
     // The flood leaves; the next subscriber gets in and receives the stream.
     drop(flood);

@@ -11,6 +11,15 @@ pub(crate) fn descriptor_limit() -> u64 {
         .unwrap_or(u64::MAX)
 }
 
+/// `getrlimit(RLIMIT_FSIZE)`—The soft limit on the size of a file this process writes or
+/// extends (`u64::MAX` when unlimited); growing a file past it raises `SIGXFSZ`, which kills
+/// the process unless handled.
+pub(crate) fn file_size_limit() -> u64 {
+    rustix::process::getrlimit(rustix::process::Resource::Fsize)
+        .current
+        .unwrap_or(u64::MAX)
+}
+
 #[cfg(any(test, feature = "test-support"))]
 /// Counts this process's open descriptors by listing `/proc/self/fd`, for leak checks.
 ///

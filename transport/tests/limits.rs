@@ -1,0 +1,73 @@
+//! Limits an operator sets on a process (`ulimit`, a service manager's settings): a publisher
+//! and its subscribers that meet one get an error that names it, and never die of it.
+//!
+//! This test binary re-executes itself in a child role (see `role_entry` and `common::child`):
+//! a limit set in a child does not touch the test process. Every wait is bounded by a watchdog;
+//! nothing here asserts on time.
+
+mod common;
+
+use common::child::spawn;
+use shmcast::{Publisher, Subscriber};
+use std::time::Duration;
+
+fn topic(name: &str) -> String {
+    format!("limits-{}-{name}", std::process::id())
+}
+
+/// The child side. Runs only when re-executed in a role by `common::child::spawn`.
+#[test]
+#[ignore = "entry point of child processes"]
+fn role_entry() {
+    let Some((role, args)) = common::child::role() else {
+        return;
+    };
+    match role.as_str() {
+        "file-size" => role_file_size(&args),
+        r => panic!("unknown role {r}"),
+    }
+}
+
+/// args: topic. Lowers its file size limit to 64 KiB, then binds a publisher whose ring needs
+/// 1 MiB (printing `refused: ERROR`), and one whose ring fits, to which a subscriber connects
+/// (its control block is a file too) and receives a message (printing `delivered`).
+fn role_file_size(args: &[String]) {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let hard = getrlimit(Resource::Fsize).maximum;
+    setrlimit(
+        Resource::Fsize,
+        Rlimit {
+            current: Some(64 << 10),
+            maximum: hard,
+        },
+    )
+    .unwrap();
+    let too_big = Publisher::builder(&args[0]).capacity(1 << 20).bind();
+    match too_big {
+        Ok(_) => panic!("a 1 MiB ring was created under a 64 KiB file size limit"),
+        Err(e) => println!("refused: {e}"),
+    }
+    let mut publisher = Publisher::builder(&args[0])
+        .capacity(16 << 10)
+        .bind()
+        .unwrap();
+    let mut sub = Subscriber::builder(&args[0])
+        .connect_timeout(Duration::from_secs(30))
+        .connect()
+        .unwrap();
+    publisher.send(b"fits").unwrap();
+    assert_eq!(&*sub.recv().unwrap(), b"fits");
+    println!("delivered");
+}
+
+#[test]
+fn a_ring_beyond_the_file_size_limit_is_an_error_not_a_signal() {
+    // Without the check, sizing the memfd raises SIGXFSZ and the child dies of it.
+    let out = spawn("file-size", &[topic("fsize")]).finish();
+    assert!(
+        out.contains("refused:") && out.contains("file size limit (RLIMIT_FSIZE"),
+        "{out}"
+    );
+    assert!(out.contains("65536 bytes"), "the limit is named: {out}");
+    assert!(out.contains("delivered"), "{out}");
+}
