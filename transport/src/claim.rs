@@ -174,6 +174,18 @@ fn take_turn(path: &Path) -> io::Result<Option<OwnedFd>> {
     }
 }
 
+/// The error of a turn not taken: another process held the directory's lock throughout.
+fn locked_out() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::WouldBlock,
+        format!(
+            "another process kept the topic directory locked for {} s (publishers of its \
+             topics take turns there, for milliseconds, to replace stale sockets)",
+            BIND_LOCK_WAIT.as_secs()
+        ),
+    )
+}
+
 /// Binds the topic socket, replacing a stale one left by a dead publisher.
 fn bind_topic(path: &Path) -> Result<OwnedFd, BindError> {
     let socket_error = |source| BindError::Socket {
@@ -185,7 +197,7 @@ fn bind_topic(path: &Path) -> Result<OwnedFd, BindError> {
     // the first one's live socket. Publishers of topics in one directory take turns here (for
     // milliseconds).
     let Ok(_turn) = take_turn(path) else {
-        return Err(BindError::TopicInUse(path.to_owned()));
+        return Err(socket_error(locked_out()));
     };
     for _ in 0..3 {
         match sys::net::seqpacket_listen(path) {
@@ -248,12 +260,7 @@ pub fn remove_stale(path: &Path) -> Result<(), CleanError> {
         path: path.to_owned(),
         source,
     };
-    let _turn = take_turn(path).map_err(|_| {
-        io_error(io::Error::new(
-            io::ErrorKind::WouldBlock,
-            "another process kept the directory locked",
-        ))
-    })?;
+    let _turn = take_turn(path).map_err(|_| io_error(locked_out()))?;
     match inspect(path).map_err(io_error)? {
         Found::Nothing => Err(io_error(io::ErrorKind::NotFound.into())),
         Found::Live => Err(CleanError::Live(path.to_owned())),

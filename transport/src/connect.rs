@@ -27,12 +27,12 @@ use shmcast_core::{CONTROL_BLOCK_LEN, HEADER_LEN, Reader, layout};
 
 use crate::contract::{Contract, Expectation, InvalidContract, MessageType};
 use crate::deadline;
-use crate::error::{ConnectError, ProtocolError};
+use crate::error::{ConnectError, MapError, ProtocolError};
 use crate::handshake::{self, Hello, RefuseReason, Reply};
 use crate::policy::Admission;
 use crate::shm;
 use crate::sys::{self, packet::RecvFdsError};
-use crate::topic::DirSource;
+use crate::topic::{DirSource, FileKind};
 
 /// Longest pause between two attempts to find a publisher.
 const MAX_BACKOFF: Duration = Duration::from_millis(50);
@@ -53,6 +53,19 @@ pub(crate) fn dial(
         let bound = left.unwrap_or(step).max(Duration::from_millis(1));
         match sys::net::seqpacket_connect(path, Some(bound)) {
             Ok(sock) => return Ok(sock),
+            // A file that is no socket never becomes a publisher: say what it is at once.
+            Err(e)
+                if e.kind() == io::ErrorKind::ConnectionRefused
+                    && let Some(kind) = not_a_socket(path) =>
+            {
+                return Err(ConnectError::Socket {
+                    path: path.to_owned(),
+                    source: io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("it is {kind}, not a topic socket"),
+                    ),
+                });
+            }
             Err(e)
                 if matches!(
                     e.kind(),
@@ -80,6 +93,13 @@ pub(crate) fn dial(
             }
         }
     }
+}
+
+/// What `path` is, as `connect` sees it (following links), when it exists and is no socket.
+fn not_a_socket(path: &Path) -> Option<FileKind> {
+    let meta = std::fs::metadata(path).ok()?;
+    let kind = FileKind::of(meta.file_type());
+    (kind != FileKind::Socket).then_some(kind)
 }
 
 /// Checks that the process serving `sock` runs as a uid `trusted` admits: an explicit path may
@@ -187,6 +207,23 @@ pub(crate) fn exchange(
 /// Maps what `welcome` hands over, after checking it against what it announces, attaches a
 /// reader to it, and checks the topic's contract against `expect`. Whatever fails, everything
 /// received is unmapped and closed.
+/// A mapping that failed: this process short of memory or address space (`ENOMEM`) is a local
+/// error that names the mapping's size; anything else is the publisher's file at fault.
+fn map_failure(e: MapError, what: &str, len: u64) -> ConnectError {
+    match e {
+        MapError::Io(e) if e.raw_os_error() == Some(libc::ENOMEM) => {
+            ConnectError::Io(io::Error::new(
+                e.kind(),
+                format!(
+                    "mapping the topic's {what} of {len} bytes: {e} (this process's memory or \
+                     address space limit, `ulimit -v`, is short of it)"
+                ),
+            ))
+        }
+        e => ProtocolError::SharedMemory(e).into(),
+    }
+}
+
 pub(crate) fn attach(
     welcome: Welcome,
     expect: &Expectation,
@@ -202,7 +239,7 @@ pub(crate) fn attach(
     if cb_len != CONTROL_BLOCK_LEN as u64 || ring_len < HEADER_LEN as u64 {
         return Err(ProtocolError::Sizes { ring_len, cb_len }.into());
     }
-    let ring = shm::ring_region(ring, HEADER_LEN).map_err(ProtocolError::SharedMemory)?;
+    let ring = shm::ring_region(ring, HEADER_LEN).map_err(|e| map_failure(e, "ring", ring_len))?;
     // The announced size is the publisher's claim about its own descriptor: a mismatch means it
     // lies or sent the wrong file.
     if ring.len() as u64 != ring_len {
@@ -213,7 +250,7 @@ pub(crate) fn attach(
         .into());
     }
     let cb = shm::control_block_region(control_block, CONTROL_BLOCK_LEN)
-        .map_err(ProtocolError::SharedMemory)?;
+        .map_err(|e| map_failure(e, "control block", cb_len))?;
     let max_message = layout::validate_ring(&ring)
         .map_err(ConnectError::Layout)?
         .max_payload();

@@ -330,6 +330,8 @@ fn check_len(path: &Path) -> Result<(), TopicError> {
 
 /// A missing directory is fine (nobody published yet); an existing one must be ours and private.
 fn check_directory(dir: &Path) -> Result<(), TopicError> {
+    // Without its trailing slashes: `lstat` of `link/` follows the link.
+    let dir: &Path = &dir.components().collect::<PathBuf>();
     let meta = match std::fs::symlink_metadata(dir) {
         Ok(m) => m,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -518,6 +520,13 @@ mod tests {
             err.contains("it is a symbolic link, not a directory"),
             "{err}"
         );
+        // Trailing slashes (`lstat` of `link/` would follow the link) change nothing.
+        let mut slashed = link.clone().into_os_string();
+        slashed.push("//");
+        let err = check_directory(Path::new(&slashed))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("it is a symbolic link"), "{err}");
         std::fs::remove_file(&link).unwrap();
         std::fs::remove_dir(&dir).unwrap();
     }

@@ -24,6 +24,7 @@ fn role_entry() {
     };
     match role.as_str() {
         "file-size" => role_file_size(&args),
+        "address-space" => role_address_space(&args),
         r => panic!("unknown role {r}"),
     }
 }
@@ -60,6 +61,34 @@ fn role_file_size(args: &[String]) {
     println!("delivered");
 }
 
+/// args: topic. Limits its address space to what it uses plus 64 MiB, then connects to the
+/// topic (whose ring is larger) and prints `refused: ERROR`.
+fn role_address_space(args: &[String]) {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    let hard = getrlimit(Resource::As).maximum;
+    setrlimit(
+        Resource::As,
+        Rlimit {
+            current: Some((kib << 10) + (64 << 20)),
+            maximum: hard,
+        },
+    )
+    .unwrap();
+    match Subscriber::builder(&args[0])
+        .connect_timeout(Duration::from_secs(30))
+        .connect()
+    {
+        Ok(_) => panic!("a 512 MiB ring was mapped within 64 MiB of address space"),
+        Err(e) => println!("refused: {e} ({e:?})"),
+    }
+}
+
 #[test]
 fn a_ring_beyond_the_file_size_limit_is_an_error_not_a_signal() {
     // Without the check, sizing the memfd raises SIGXFSZ and the child dies of it.
@@ -70,4 +99,15 @@ fn a_ring_beyond_the_file_size_limit_is_an_error_not_a_signal() {
     );
     assert!(out.contains("65536 bytes"), "the limit is named: {out}");
     assert!(out.contains("delivered"), "{out}");
+}
+
+#[test]
+fn a_ring_beyond_the_address_space_limit_is_a_local_error_that_names_it() {
+    let t = topic("as");
+    let _publisher = Publisher::builder(&t).capacity(512 << 20).bind().unwrap();
+    let out = spawn("address-space", &[t]).finish();
+    // The subscriber's own limit, not the publisher's fault (a protocol error).
+    assert!(out.contains("mapping the topic's ring of 5"), "{out}");
+    assert!(out.contains("ulimit -v"), "{out}");
+    assert!(out.contains("(Io("), "{out}");
 }

@@ -706,3 +706,49 @@ fn stale_topics_lists_and_remove_stale_removes_only_dead_sockets_of_ours() {
     std::fs::remove_dir_all(&dir).unwrap();
     fds.check();
 }
+
+/// A directory whose lock another process holds (publishers take turns there to replace stale
+/// sockets) is reported as such after the wait, not as a topic in use.
+#[test]
+fn a_directory_kept_locked_is_reported_as_locked() {
+    let fds = FdGuard::new();
+    let dir = scratch("locked");
+    let holder = std::fs::File::open(&dir).unwrap();
+    rustix::fs::flock(&holder, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let err = Publisher::builder("t")
+        .directory(&dir)
+        .bind()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("another process kept the topic directory locked") && !err.contains("in use"),
+        "{err}"
+    );
+    drop(holder);
+    drop(Publisher::builder("t").directory(&dir).bind().unwrap());
+    std::fs::remove_dir_all(&dir).unwrap();
+    fds.check();
+}
+
+/// A topic path that holds a file of another kind is said to be one, at once, however long the
+/// subscriber would wait for a publisher (no publisher ever appears on a regular file).
+#[test]
+fn a_subscriber_is_told_the_topic_path_is_not_a_socket() {
+    let fds = FdGuard::new();
+    let dir = scratch("not-socket");
+    std::fs::write(dir.join("t"), b"not a socket").unwrap();
+    let err = Subscriber::builder("t")
+        .directory(&dir)
+        .connect_timeout(Duration::from_secs(60))
+        .connect()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "connecting to {}: it is a regular file, not a topic socket",
+            dir.join("t").display()
+        )
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    fds.check();
+}
