@@ -288,7 +288,9 @@ typedef struct shmcast_publisher_options {
     /**
      * Who may subscribe: `SHMCAST_ADMIT_SAME_UID` (default), `SHMCAST_ADMIT_UIDS` or
      * `SHMCAST_ADMIT_ANY_UID`. Checked against the connecting process's credentials before
-     * anything is sent to it.
+     * anything is sent to it. Admitting other uids also makes the socket file writable by
+     * everyone (mode 0666 instead of 0600), as connecting needs; the topic directory stays
+     * private, so give such a topic as a socket path in a directory the other users can enter.
      */
     int32_t admission;
     /**

@@ -73,7 +73,9 @@ pub struct shmcast_publisher_options {
     pub abi_version: u32,
     /// Who may subscribe: `SHMCAST_ADMIT_SAME_UID` (default), `SHMCAST_ADMIT_UIDS` or
     /// `SHMCAST_ADMIT_ANY_UID`. Checked against the connecting process's credentials before
-    /// anything is sent to it.
+    /// anything is sent to it. Admitting other uids also makes the socket file writable by
+    /// everyone (mode 0666 instead of 0600), as connecting needs; the topic directory stays
+    /// private, so give such a topic as a socket path in a directory the other users can enter.
     pub admission: i32,
     /// Ring data size in bytes: a power of two from 64 to 2^40 (1 TiB). Default: 1 MiB.
     pub capacity: u64,

@@ -49,19 +49,25 @@ pub(crate) struct Claim {
 
 impl Claim {
     /// Binds a listening socket at `path`, replacing a stale one left by a dead publisher.
-    pub(crate) fn bind(path: &Path) -> Result<(Claim, OwnedFd), BindError> {
-        let listener = bind_topic(path)?;
-        let id = file_id(path).map_err(|source| BindError::Socket {
+    /// The socket file's mode is 0600, or 0666 when `open_to_others` (a publisher that admits
+    /// other uids: connecting needs write permission on the file, and the credential check
+    /// decides who is admitted).
+    pub(crate) fn bind(path: &Path, open_to_others: bool) -> Result<(Claim, OwnedFd), BindError> {
+        let socket_error = |source| BindError::Socket {
             path: path.to_owned(),
             source,
-        })?;
-        Ok((
-            Claim {
-                path: path.to_owned(),
-                id: Some(id),
-            },
-            listener,
-        ))
+        };
+        let listener = bind_topic(path)?;
+        let id = file_id(path).map_err(socket_error)?;
+        let claim = Claim {
+            path: path.to_owned(),
+            id: Some(id),
+        };
+        if open_to_others {
+            // On failure the claim's drop removes the file.
+            sys::fs::chmod_if_same(path, id, 0o666).map_err(socket_error)?;
+        }
+        Ok((claim, listener))
     }
 
     /// The socket path.

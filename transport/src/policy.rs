@@ -16,9 +16,14 @@ pub enum Admission {
     /// Only processes of our own uid (the default).
     #[default]
     SameUid,
-    /// The listed uids (and our own).
+    /// The listed uids (and our own). On a publisher, its socket file is made writable by
+    /// everyone (mode 0666), as connecting needs: this check decides who is admitted. The
+    /// topic directory stays private to its owner, so other users reach the topic through a
+    /// socket path in a directory they can enter (`/srv/feeds/ticks`, not a topic name).
     Uids(Vec<u32>),
-    /// Any process that can reach the socket (its file mode still applies).
+    /// Any process that can reach the socket. On a publisher, its socket file is made writable
+    /// by everyone (mode 0666), as for `Uids`; a directory on the path may still keep others
+    /// out.
     AnyUid,
 }
 

@@ -27,6 +27,7 @@ fn role_entry() {
         "other-uid" => role_other_uid(&args),
         "other-uid-publisher" => role_other_uid_publisher(&args),
         "hostile-writer" => role_hostile_writer(&args),
+        "admitted-other-uid" => role_admitted_other_uid(&args),
         r => panic!("unknown role {r}"),
     }
 }
@@ -54,6 +55,21 @@ fn role_other_uid(args: &[String]) {
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
+}
+
+/// args: path. Drops to uid 65534, subscribes to the root publisher at `path` (trusting
+/// uid 0), and prints `received N` for the first message.
+fn role_admitted_other_uid(args: &[String]) {
+    // SAFETY: single-threaded at this point of the child; setuid only changes credentials.
+    let rc = unsafe { libc::setuid(65534) };
+    assert_eq!(rc, 0, "setuid");
+    let mut sub = Subscriber::builder(&args[0])
+        .publisher(shmcast::Admission::Uids(vec![0]))
+        .connect()
+        .unwrap();
+    println!("connected");
+    let m = sub.recv_timeout(common::child::WATCHDOG).unwrap();
+    println!("received {}", m.len());
 }
 
 /// args: path. Drops to uid 65534, binds a publisher admitting any uid on `path`, prints
@@ -177,6 +193,36 @@ fn another_uid_is_refused_before_any_fd_is_sent() {
     assert_eq!(publisher.subscriber_count(), 0);
     assert!(publisher.stats().refused >= 2);
     drop(publisher);
+    std::fs::remove_dir_all(&dir).unwrap();
+    fds.check();
+}
+
+/// A publisher that admits another uid opens its socket file to it (mode 0666; a publisher
+/// that admits only its own uid keeps 0600), so that the admitted uid connects with no
+/// `chmod` of the operator's, and receives the stream.
+#[test]
+fn an_admitted_uid_can_connect_without_a_chmod() {
+    use std::os::unix::fs::PermissionsExt;
+    let fds = FdGuard::new();
+    let Some(dir) = dir_for_another_uid("admitted", 0o755) else {
+        return;
+    };
+    let own = dir.join("own.sock");
+    let private = Publisher::bind(own.to_str().unwrap()).unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&own), 0o600);
+    let path = dir.join("shared.sock");
+    let mut publisher = Publisher::builder(path.to_str().unwrap())
+        .admission(shmcast::Admission::Uids(vec![65534]))
+        .bind()
+        .unwrap();
+    assert_eq!(mode(&path), 0o666);
+    let mut child = spawn("admitted-other-uid", &[path.display().to_string()]);
+    child.expect_line("connected");
+    publisher.send(b"for 65534").unwrap();
+    let out = child.finish();
+    assert!(out.contains("received 9"), "{out}");
+    drop((publisher, private));
     std::fs::remove_dir_all(&dir).unwrap();
     fds.check();
 }

@@ -63,7 +63,23 @@ impl PublisherBuilder {
         self
     }
 
-    /// Who may subscribe.
+    /// Who may subscribe (default: processes of our own uid), checked against each
+    /// subscriber's credentials before anything is sent to it. Admitting other uids also makes
+    /// the socket file writable by everyone (mode 0666 instead of 0600), since connecting needs
+    /// that; the topic directory stays private, so give such a topic as a socket path in a
+    /// directory the other users can enter:
+    ///
+    /// ```no_run
+    /// use shmcast::{Admission, Publisher};
+    /// // /srv/feeds: a directory the subscribers' users may enter (mode 0755, say).
+    /// let publisher = Publisher::builder("/srv/feeds/ticks")
+    ///     .admission(Admission::Uids(vec![1001, 1002]))
+    ///     .bind()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// Subscribers of another uid must trust this publisher's uid in turn
+    /// ([`SubscriberBuilder::publisher`](crate::SubscriberBuilder::publisher)).
     pub fn admission(mut self, admission: Admission) -> Self {
         self.admission = admission;
         self

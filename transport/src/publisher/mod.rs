@@ -11,6 +11,7 @@ use crate::contract::{Contract, MessageType};
 use crate::error::{BindError, LoanError, WaitError};
 use crate::full_wait::{FullWait, Next, Stall, Wait};
 use crate::loan::{Loan, PodLoan};
+use crate::policy::Admission;
 pub use crate::publisher_stats::PublisherStats;
 use crate::server;
 use crate::shared::Shared;
@@ -158,7 +159,12 @@ impl Publisher {
             closing: AtomicBool::new(false),
         });
 
-        let (claim, listener) = Claim::bind(&path)?;
+        let open_to_others = match &shared.admission {
+            Admission::SameUid => false,
+            Admission::Uids(others) => !others.is_empty(),
+            Admission::AnyUid => true,
+        };
+        let (claim, listener) = Claim::bind(&path, open_to_others)?;
         let shutdown = Arc::new(sys::event::eventfd_create(true)?);
         let server = server::spawn(listener, shared.clone(), shutdown.clone(), contract.clone())?;
         Ok(Publisher {

@@ -82,3 +82,28 @@ pub(crate) fn lock_dir(dir: &Path, timeout: Duration) -> io::Result<OwnedFd> {
         }
     }
 }
+
+/// `open(path, O_PATH | O_NOFOLLOW)` + `fstat` + `chmod("/proc/self/fd/N", mode)`—Sets the
+/// mode of the file at `path` only if it is still the file `id` (device, inode), never
+/// following a symbolic link: in a directory others may write, the file could be replaced
+/// between a check and a `chmod` of the path.
+pub(crate) fn chmod_if_same(path: &Path, id: (u64, u64), mode: u32) -> io::Result<()> {
+    let fd = retry_eintr(|| {
+        rustix::fs::open(
+            path,
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+    })?;
+    let st = rustix::fs::fstat(&fd)?;
+    if (st.st_dev, st.st_ino) != id {
+        return Err(io::Error::other(
+            "the file was replaced before its mode could be set",
+        ));
+    }
+    let by_fd = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    Ok(rustix::fs::chmod(
+        by_fd.as_str(),
+        Mode::from_raw_mode(mode),
+    )?)
+}
