@@ -32,7 +32,10 @@
  *   one background thread that admits subscribers. Handles do not survive fork(): use them only
  *   in the process that created them. A child may destroy a publisher handle it inherited (or
  *   exit without doing so): that closes its own descriptors only, and leaves the parent's
- *   stream and socket file alone.
+ *   stream and socket file alone. A child forked without exec holds none of the topic's
+ *   connections (the library replaces them in the child at the fork): a subscriber the parent
+ *   destroys leaves its publisher at once, and a publisher process that dies is seen gone by
+ *   its subscribers, however long its children live.
  * - Signals: the library never raises SIGPIPE (it sends with MSG_NOSIGNAL) and installs no
  *   signal handlers. It retries system calls interrupted by signals, so a signal does not cut a
  *   blocking call short: to react to signals, wait in your own poll() loop (timeout_ms == 0 and

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use crate::error::{BindError, CleanError};
 use crate::events;
-use crate::sys;
+use crate::sys::{self, fork::PrivateFd};
 use crate::topic::FileKind;
 
 /// Longest wait for another publisher binding in the same directory.
@@ -52,7 +52,7 @@ impl Claim {
     /// The socket file's mode is 0600, or 0666 when `open_to_others` (a publisher that admits
     /// other uids: connecting needs write permission on the file, and the credential check
     /// decides who is admitted).
-    pub(crate) fn bind(path: &Path, open_to_others: bool) -> Result<(Claim, OwnedFd), BindError> {
+    pub(crate) fn bind(path: &Path, open_to_others: bool) -> Result<(Claim, PrivateFd), BindError> {
         let socket_error = |source| BindError::Socket {
             path: path.to_owned(),
             source,
@@ -193,7 +193,7 @@ fn locked_out() -> io::Error {
 }
 
 /// Binds the topic socket, replacing a stale one left by a dead publisher.
-fn bind_topic(path: &Path) -> Result<OwnedFd, BindError> {
+fn bind_topic(path: &Path) -> Result<PrivateFd, BindError> {
     let socket_error = |source| BindError::Socket {
         path: path.to_owned(),
         source,
@@ -206,7 +206,8 @@ fn bind_topic(path: &Path) -> Result<OwnedFd, BindError> {
         return Err(socket_error(locked_out()));
     };
     for _ in 0..3 {
-        match sys::net::seqpacket_listen(path) {
+        // Private: a child forked from the publisher never holds its listener.
+        match PrivateFd::open(|| sys::net::seqpacket_listen(path)) {
             Ok(fd) => return Ok(fd),
             Err(e) if e.kind() == io::ErrorKind::AddrInUse => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {

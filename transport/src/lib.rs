@@ -38,6 +38,11 @@
 //!   breaks the handshake gives [`ConnectError::Protocol`]; a refusal carries its
 //!   [`RefuseReason`] (for instance [`RefuseReason::Busy`], worth retrying). Nothing a peer
 //!   writes into shared memory can crash this process or hang it without a bound.
+//! * **`fork` without `exec`:** a child holds none of the topic's connections (they are
+//!   replaced in the child at the fork), so a subscriber dropped in the parent leaves at once
+//!   and a publisher process that dies is seen gone, however long its children live. The child
+//!   must not use the handles it inherited; dropping them (or exiting) closes only its own
+//!   descriptors and leaves the parent's stream alone.
 //!
 //! # The descriptor: event loops
 //!

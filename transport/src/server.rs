@@ -28,7 +28,7 @@ use crate::introspect_serve::{self, AnswerBudget};
 use crate::policy;
 use crate::shared::Shared;
 use crate::shm::SharedMemory;
-use crate::sys::{self, packet::RecvFdsError};
+use crate::sys::{self, fork::PrivateFd, packet::RecvFdsError};
 use crate::wake::Link;
 use shmcast_core::{CONTROL_BLOCK_LEN, Mode, SubscriberId};
 use std::collections::HashMap;
@@ -55,13 +55,13 @@ enum State {
 }
 
 struct Conn {
-    sock: Arc<OwnedFd>,
+    sock: Arc<PrivateFd>,
     state: State,
 }
 
 struct Server {
     shared: Arc<Shared>,
-    listener: OwnedFd,
+    listener: PrivateFd,
     epoll: OwnedFd,
     shutdown: Arc<OwnedFd>,
     conns: HashMap<u64, Conn>,
@@ -78,7 +78,7 @@ struct Server {
 /// Starts the server thread for the topic socket `listener`, declaring `message` to every
 /// subscriber; it ends when `shutdown` is signalled.
 pub(crate) fn spawn(
-    listener: OwnedFd,
+    listener: PrivateFd,
     shared: Arc<Shared>,
     shutdown: Arc<OwnedFd>,
     contract: Contract,
@@ -137,7 +137,10 @@ impl Server {
 
     fn accept_all(&mut self) {
         loop {
-            let sock = match sys::net::seqpacket_accept(self.listener.as_fd(), true) {
+            // Private: a child forked from the publisher never holds a subscriber's connection.
+            let accepted =
+                PrivateFd::open(|| sys::net::seqpacket_accept(self.listener.as_fd(), true));
+            let sock = match accepted {
                 Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 // Out of descriptors and the like: leave the rest queued, and pause so that a
@@ -226,7 +229,7 @@ impl Server {
             // Registered for hang-ups only (its doorbells are the publisher's to read): any
             // event is the subscriber leaving.
             if let Some(conn) = self.conns.remove(&token) {
-                self.depart(id, &conn.sock);
+                self.depart(id, conn.sock);
             }
             return;
         }
@@ -297,7 +300,7 @@ impl Server {
         let _ = sys::packet::send_packet(sock.as_fd(), &reply.encode());
     }
 
-    fn admit(&self, token: u64, sock: &Arc<OwnedFd>, hello: &Hello) -> Option<SubscriberId> {
+    fn admit(&self, token: u64, sock: &Arc<PrivateFd>, hello: &Hello) -> Option<SubscriberId> {
         // Others may have been admitted since this client was accepted.
         if let Some(why) = self.full(sock) {
             self.refuse(sock, RefuseReason::Busy, &why);
@@ -396,9 +399,12 @@ impl Server {
 
     /// Removes a subscriber whose connection hung up, and wakes the publisher in case it was
     /// waiting for that subscriber's space.
-    fn depart(&self, id: SubscriberId, sock: &OwnedFd) {
+    fn depart(&self, id: SubscriberId, sock: Arc<PrivateFd>) {
         events::hung_up(&self.shared.topic, sock.as_fd(), id);
         self.shared.space.unwatch(sock.as_fd());
+        // The writer's link holds the last other reference: the connection is closed by the
+        // removal, before anyone can see the subscriber gone.
+        drop(sock);
         {
             // Counted under the lock that `Publisher::stats` takes, so that no snapshot shows
             // the subscriber gone but not departed (a publisher freed by the removal may ask

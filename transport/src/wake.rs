@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use shmcast_core::{Reader, SubscriberId, Wakeups, Writer};
 
-use crate::sys::{self, packet::RecvFdsError};
+use crate::sys::{self, fork::PrivateFd, packet::RecvFdsError};
 
 /// How long a parked subscriber or a publisher waiting for space sleeps before re-checking by
 /// itself. Wakeups are never lost between correct peers (the loom models check it); this bounds
@@ -80,7 +80,7 @@ pub(crate) struct Link {
     /// Its connection: the doorbell a subscriber waiting in an event loop watches, and on which
     /// it rings the publisher back when it frees space. Only this side's end: no flag the
     /// subscriber sets can make a send on it block (see [`ring_doorbell`]).
-    pub(crate) conn: Arc<OwnedFd>,
+    pub(crate) conn: Arc<PrivateFd>,
 }
 
 /// Runs `event` (a commit, a close, a demotion) and delivers the wakeups it asks for: a doorbell

@@ -20,12 +20,12 @@ use crate::error::{ConnectError, RecvError};
 use crate::handshake::Hello;
 use crate::readiness::Readiness;
 use crate::spin::Spin;
-use crate::sys;
+use crate::sys::{self, fork::PrivateFd};
 use crate::topic;
 use crate::wake::{self, Slept};
 use shmcast_core::{Frame, ReadError, Reader};
 use std::ops::ControlFlow;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::time::{Duration, Instant};
 
 /// Subscriber statistics.
@@ -87,8 +87,9 @@ pub struct Subscriber {
     reader: Reader,
     /// The connection: the publisher's doorbells arrive on it (for a `try_recv` that parked), ours
     /// go out on it (space released while the publisher waits), and its hang-up is the
-    /// publisher's death.
-    sock: OwnedFd,
+    /// publisher's death. Private: a child forked from this process never holds it, so the
+    /// publisher sees this subscriber leave when it does.
+    sock: PrivateFd,
     /// The publisher hung up.
     gone: bool,
     /// What [`AsFd`] exposes: doorbells and hang-ups on `sock`, and a timer armed to make the
@@ -151,6 +152,7 @@ impl Subscriber {
         let topic::Resolved { path, source } =
             topic::resolve(&b.topic, b.directory.as_deref(), false)?;
         let sock = connect::dial(&path, source, b.connect_timeout, b.handshake_timeout)?;
+        let sock = PrivateFd::new(sock);
         connect::check_publisher(&sock, &path, &b.publisher)?;
         let hello = Hello {
             mode: b.mode,

@@ -10,6 +10,7 @@
 //! |---|---|
 //! | [`fs`] | memfds, seals, sizes, reopening, directory locks |
 //! | [`event`] | eventfd, timerfd, `poll`, epoll |
+//! | [`fork`] | descriptors a forked child must not keep (`pthread_atfork`, `dup3`) |
 //! | [`futex`] | sleeping on and waking a shared word |
 //! | [`net`] | unix `SOCK_SEQPACKET` sockets, their options, peer credentials |
 //! | [`packet`] | sending and receiving packets, with descriptors (`SCM_RIGHTS`) or without |
@@ -32,6 +33,7 @@
 //!   peer cannot leak descriptors into this process.
 
 pub(crate) mod event;
+pub(crate) mod fork;
 pub(crate) mod fs;
 pub(crate) mod futex;
 pub(crate) mod net;
