@@ -45,6 +45,8 @@ pub(crate) struct Claim {
     path: PathBuf,
     /// Device and inode of the socket file we created; `None` once released.
     id: Option<(u64, u64)>,
+    /// Whether dropping the claim releases it: the publisher's own claim, not a copy.
+    release_on_drop: bool,
 }
 
 impl Claim {
@@ -62,6 +64,7 @@ impl Claim {
         let claim = Claim {
             path: path.to_owned(),
             id: Some(id),
+            release_on_drop: true,
         };
         if open_to_others {
             // On failure the claim's drop removes the file.
@@ -76,11 +79,13 @@ impl Claim {
     }
 
     /// A copy of this claim for another thread to release (a [`Closer`](crate::Closer)): it
-    /// removes the file only if it is still the one this claim created, as `release` does.
+    /// removes the file only if it is still the one this claim created, as `release` does, and
+    /// only when told to: dropping the copy leaves the file alone.
     pub(crate) fn copy(&self) -> Claim {
         Claim {
             path: self.path.clone(),
             id: self.id,
+            release_on_drop: false,
         }
     }
 
@@ -102,7 +107,9 @@ impl Claim {
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        self.release();
+        if self.release_on_drop {
+            self.release();
+        }
     }
 }
 

@@ -101,6 +101,20 @@ pub(crate) fn spawn(
     std::thread::Builder::new()
         .name("shmcast-server".into())
         .spawn(move || server.run())
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "starting the publisher's thread that admits subscribers (shmcast-server): \
+                     {e}{}",
+                    if e.kind() == io::ErrorKind::WouldBlock {
+                        " (too many processes or threads: see `ulimit -u`)"
+                    } else {
+                        ""
+                    }
+                ),
+            )
+        })
 }
 
 impl Server {

@@ -206,6 +206,20 @@ impl TopicDir {
     pub fn from_env() -> Result<TopicDir, TopicError> {
         choose(None, std::env::var_os, sys::process::getuid())
     }
+
+    /// Checks the directory as publishers and subscribers do before they use a topic name in
+    /// it: it must be a directory (not a symbolic link) of our own uid, closed to group and
+    /// others ([`TopicError::InsecureDirectory`] otherwise, which names the fault). A missing
+    /// directory passes: a publisher creates it.
+    ///
+    /// ```
+    /// let dir = shmcast::TopicDir::from_env()?;
+    /// dir.check()?;
+    /// # Ok::<(), shmcast::TopicError>(())
+    /// ```
+    pub fn check(&self) -> Result<(), TopicError> {
+        check_directory(&self.path)
+    }
 }
 
 impl fmt::Display for TopicDir {

@@ -670,6 +670,29 @@ fn a_publisher_dropped_in_a_forked_child_leaves_the_parents_stream_alone() {
     fds.check();
 }
 
+/// A `Closer` that is dropped unused (a signal that never came) changes nothing: the socket
+/// file stays and subscribers still connect.
+#[test]
+fn an_unused_closer_dropped_leaves_the_topic_alone() {
+    let fds = FdGuard::new();
+    let t = topic("unused-closer");
+    let mut publisher = Publisher::bind(&t).unwrap();
+    let path = publisher.path().to_owned();
+    let closer = publisher.closer();
+    drop(closer.clone());
+    drop(closer);
+    assert!(
+        path.exists(),
+        "dropping an unused closer removed the socket file"
+    );
+    let mut sub = Subscriber::connect(&t).unwrap();
+    publisher.send(b"still here").unwrap();
+    assert_eq!(&*sub.recv_timeout(T).unwrap(), b"still here");
+    drop((sub, publisher));
+    assert!(!path.exists());
+    fds.check();
+}
+
 /// A `Closer` ends the stream from another thread while the publisher's own thread is busy
 /// (here: waiting for space held by a gating subscriber), as dropping the publisher would: the
 /// socket file is gone, subscribers drain and hear `Closed`, not `Vanished`.

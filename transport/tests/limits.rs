@@ -25,6 +25,7 @@ fn role_entry() {
     match role.as_str() {
         "file-size" => role_file_size(&args),
         "address-space" => role_address_space(&args),
+        "threads" => role_threads(&args),
         r => panic!("unknown role {r}"),
     }
 }
@@ -89,6 +90,23 @@ fn role_address_space(args: &[String]) {
     }
 }
 
+/// args: socket path. Becomes uid 65534 with a limit of one process (itself), then binds a
+/// publisher at the path, whose thread cannot start, and prints `refused: ERROR`.
+fn role_threads(args: &[String]) {
+    use rustix::process::{Resource, Rlimit, setrlimit};
+    // SAFETY: single-threaded at this point of the child; setuid only changes credentials.
+    assert_eq!(unsafe { libc::setuid(65534) }, 0, "setuid");
+    let one = Rlimit {
+        current: Some(1),
+        maximum: Some(1),
+    };
+    setrlimit(Resource::Nproc, one).unwrap();
+    match Publisher::bind(&args[0]) {
+        Ok(_) => println!("bound: the thread started under a limit of one process"),
+        Err(e) => println!("refused: {e}"),
+    }
+}
+
 #[test]
 fn a_ring_beyond_the_file_size_limit_is_an_error_not_a_signal() {
     // Without the check, sizing the memfd raises SIGXFSZ and the child dies of it.
@@ -110,4 +128,37 @@ fn a_ring_beyond_the_address_space_limit_is_a_local_error_that_names_it() {
     assert!(out.contains("mapping the topic's ring of 5"), "{out}");
     assert!(out.contains("ulimit -v"), "{out}");
     assert!(out.contains("(Io("), "{out}");
+}
+
+/// A publisher whose thread cannot start (the process limit, `ulimit -u`) says which thread
+/// and why. Needs root to switch to a uid whose limit applies (skipped, saying so, without).
+#[test]
+fn a_thread_that_cannot_start_is_named() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to switch to another uid");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("shmcast-limits-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let path = dir.join("t.sock");
+    let out = spawn("threads", &[path.display().to_string()]).finish();
+    std::fs::remove_dir_all(&dir).unwrap();
+    if out.contains("bound:") {
+        // Other processes of uid 65534 do not matter: the thread started regardless (a kernel
+        // that does not count this limit per thread). Nothing to check.
+        eprintln!("skipped: {out}");
+        return;
+    }
+    assert!(out.contains("refused: "), "{out}");
+    assert!(
+        out.contains("(shmcast-server)"),
+        "the thread is named: {out}"
+    );
+    assert!(out.contains("ulimit -u"), "{out}");
+    assert!(
+        !path.exists(),
+        "the socket file of a failed bind stays behind"
+    );
 }
