@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use crate::Place;
-use crate::exit::Failure;
+use crate::exit::{Exit, Failure};
 use crate::out::{self, Stdout, Written};
 
 #[derive(Debug, clap::Args)]
@@ -24,7 +24,8 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
         Ok(s) => s,
         // No directory: nothing was ever published there, so nothing is stale.
         Err(_) if !dir.exists() => Vec::new(),
-        Err(e) => return Err(Failure::other(&dir.display().to_string(), e)),
+        // The error names the directory itself.
+        Err(e) => return Err(Failure::new(Exit::Other, e.to_string())),
     };
     let mut removed = Vec::new();
     for path in stale {
@@ -35,7 +36,8 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
         match shmcast::remove_stale(&path) {
             Ok(()) => removed.push(path),
             // Replaced by a live publisher meanwhile, or gone: not ours to remove any more.
-            Err(e) => out::warn(format_args!("shmcast: {}: kept: {e}", path.display())),
+            // The error names the path itself.
+            Err(e) => out::warn(format_args!("shmcast: not removed: {e}")),
         }
     }
     let mut out = Stdout::new();

@@ -1,5 +1,7 @@
 //! `shmcast echo TOPIC`: subscribe and print each message (text, hex or JSON lines), reporting
-//! lags and a demotion inline; ends after `--count` messages or when the publisher ends.
+//! lags and a demotion inline; ends after `--count` messages or when the publisher ends. How a
+//! message prints follows what the topic declares (`format`): every message of a Pod topic is
+//! binary.
 
 use clap::ValueEnum;
 use serde_json::json;
@@ -7,7 +9,7 @@ use shmcast::{Mode, RecvError, Start, Subscriber};
 
 use crate::Place;
 use crate::exit::Failure;
-use crate::format::{self, Format};
+use crate::format::{self, Format, Payloads};
 use crate::out::{self, Stdout, Written};
 use crate::{subscribe, words};
 
@@ -67,6 +69,7 @@ pub fn run(place: &Place, mut args: Args) -> Result<(), Failure> {
         builder = builder.expect_schema(name, version);
     }
     let mut sub = subscribe::connect(place, topic, args.wait, builder)?;
+    let kind = Payloads::of(&sub.contract().message);
     let mut out = Stdout::about(topic);
     let mut received = 0u64;
     let mut disconnected = false;
@@ -74,7 +77,7 @@ pub fn run(place: &Place, mut args: Args) -> Result<(), Failure> {
         let line = match sub.recv() {
             Ok(sample) => {
                 received += 1;
-                Some(format::render(args.format, sample.seq(), &sample))
+                Some(format::render(args.format, kind, sample.seq(), &sample))
             }
             Err(RecvError::Lagged(n)) => notice(args.format, topic, Some(n)),
             Err(RecvError::Demoted) => notice(args.format, topic, None),

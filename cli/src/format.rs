@@ -1,12 +1,21 @@
 //! How `echo` prints a message and how `pub --hex` reads one: text, hex, JSON lines.
+//!
+//! `auto` and `json` print a payload as text or as hex. On a topic whose publisher declared a
+//! Pod type every message is binary, so every one is hex, even one whose bytes happen to read
+//! as text. A schema may be text (JSON, CSV) or binary (Protocol Buffers) and the command
+//! cannot tell which, so on a schema topic, as on one of plain bytes, each message is judged
+//! by its bytes; `hex` or `text` prints them all one way.
 
 use clap::ValueEnum;
 use serde_json::json;
+use shmcast::MessageType;
 
 /// How `echo` prints each message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
-    /// Text when the payload is printable UTF-8 (tabs allowed), otherwise hex.
+    /// Text when the payload is printable UTF-8 (tabs allowed), otherwise hex; always hex on
+    /// a topic that declares a Pod type. On a schema topic each message is judged by its
+    /// bytes (`hex` or `text` prints them all one way).
     Auto,
     /// Lowercase hex, one message a line (what `pub --hex` reads back).
     Hex,
@@ -14,8 +23,27 @@ pub enum Format {
     Text,
     /// One JSON object a line: sequence number, size, and the payload as `text` when it is
     /// UTF-8 text (tabs and line breaks allowed, no other control character, as `auto` judges
-    /// it), or `hex` (anything else, such as binary that happens to be valid UTF-8).
+    /// it), or `hex` (anything else, and every message of a topic that declares a Pod type).
     Json,
+}
+
+/// What a topic's declared message type says about its payloads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Payloads {
+    /// Binary whatever their bytes (a Pod value): hex in `auto` and `json`.
+    Binary,
+    /// Text or binary, each judged by its bytes (plain bytes, or a schema).
+    Judged,
+}
+
+impl Payloads {
+    /// What `message`, a topic's declaration, says.
+    pub fn of(message: &MessageType) -> Payloads {
+        match message {
+            MessageType::Pod { .. } => Payloads::Binary,
+            _ => Payloads::Judged,
+        }
+    }
 }
 
 /// Whether `payload` reads as one line of text.
@@ -56,13 +84,15 @@ pub fn parse_hex(line: &str) -> Result<Vec<u8>, String> {
         .collect()
 }
 
-/// The line `echo` prints for message `seq` with `payload`.
-pub fn render(format: Format, seq: u64, payload: &[u8]) -> String {
+/// The line `echo` prints for message `seq` with `payload`, of a topic whose payloads are
+/// `kind`.
+pub fn render(format: Format, kind: Payloads, seq: u64, payload: &[u8]) -> String {
+    let judged = kind == Payloads::Judged;
     match format {
-        Format::Auto if is_text(payload) => String::from_utf8_lossy(payload).into_owned(),
+        Format::Auto if judged && is_text(payload) => String::from_utf8_lossy(payload).into_owned(),
         Format::Auto | Format::Hex => hex(payload),
         Format::Text => String::from_utf8_lossy(payload).into_owned(),
-        Format::Json => match text(payload, true) {
+        Format::Json => match text(payload, true).filter(|_| judged) {
             Some(text) => json!({"seq": seq, "len": payload.len(), "text": text}).to_string(),
             None => json!({"seq": seq, "len": payload.len(), "hex": hex(payload)}).to_string(),
         },
@@ -85,7 +115,8 @@ mod tests {
     #[test]
     fn json_carries_text_as_text_and_binary_as_hex() {
         let field = |p: &[u8], key: &str| {
-            let v: serde_json::Value = serde_json::from_str(&render(Format::Json, 7, p)).unwrap();
+            let v: serde_json::Value =
+                serde_json::from_str(&render(Format::Json, Payloads::Judged, 7, p)).unwrap();
             v[key].as_str().map(str::to_owned)
         };
         assert_eq!(field(b"a\tb\r\nc", "text").as_deref(), Some("a\tb\r\nc"));
@@ -97,12 +128,29 @@ mod tests {
 
     #[test]
     fn auto_prints_text_as_text_and_the_rest_as_hex() {
-        assert_eq!(render(Format::Auto, 0, b"a\tb"), "a\tb");
-        assert_eq!(render(Format::Auto, 0, b"a\nb"), "610a62");
-        assert_eq!(render(Format::Auto, 0, &[0xff]), "ff");
+        let judged = |format, p: &[u8]| render(format, Payloads::Judged, 7, p);
+        assert_eq!(judged(Format::Auto, b"a\tb"), "a\tb");
+        assert_eq!(judged(Format::Auto, b"a\nb"), "610a62");
+        assert_eq!(judged(Format::Auto, &[0xff]), "ff");
         assert_eq!(
-            render(Format::Json, 7, &[0xff]),
+            judged(Format::Json, &[0xff]),
             r#"{"hex":"ff","len":1,"seq":7}"#
         );
+    }
+
+    #[test]
+    fn a_pod_topic_is_binary_whatever_the_bytes() {
+        let pod = |format| render(format, Payloads::Binary, 1, b"ABCD");
+        assert_eq!(pod(Format::Auto), "41424344");
+        assert_eq!(pod(Format::Json), r#"{"hex":"41424344","len":4,"seq":1}"#);
+        assert_eq!(pod(Format::Hex), "41424344");
+        assert_eq!(pod(Format::Text), "ABCD");
+        let declared = |m: &MessageType| Payloads::of(m);
+        assert_eq!(declared(&MessageType::pod::<[u8; 16]>()), Payloads::Binary);
+        assert_eq!(
+            declared(&MessageType::schema("app.Tick", 1)),
+            Payloads::Judged
+        );
+        assert_eq!(declared(&MessageType::Bytes), Payloads::Judged);
     }
 }

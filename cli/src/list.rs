@@ -1,6 +1,9 @@
 //! `shmcast list`: every topic socket in the topic directory, live or stale, with what its
 //! publisher reports (its origin: `imported` for a topic republished from elsewhere, as a
 //! bridge's import is, else `local`). The current rate comes from two snapshots `--interval` apart.
+//!
+//! The directory is checked as every command that names a topic checks it: one another user
+//! owns, or that others may enter, is refused (exit code 1) rather than listed.
 
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -10,7 +13,7 @@ use serde_json::{Value, json};
 use shmcast::{InspectError, TopicInfo};
 
 use crate::Place;
-use crate::exit::Failure;
+use crate::exit::{Exit, Failure};
 use crate::out::Stdout;
 use crate::peer::{self, Listener};
 use crate::{snapshot, table, words};
@@ -41,6 +44,7 @@ struct Entry {
 
 pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     let dir = place.directory()?;
+    check_directory(&dir)?;
     let timeout = Duration::from_millis(args.timeout);
     let mut entries: Vec<Entry> = sockets(&dir)?
         .into_iter()
@@ -86,6 +90,18 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     ];
     let _ = out.write(&table::render(&header, &rows))?;
     Ok(())
+}
+
+/// Refuses the topic directory as every command that names a topic there does, with the same
+/// words (`refusing topic directory DIR: owned by uid 0`): another user's, or one others may
+/// enter. A missing directory passes (nothing was published there).
+fn check_directory(dir: &Path) -> Result<(), Failure> {
+    let dir = shmcast::TopicDir {
+        path: dir.to_owned(),
+        source: shmcast::DirSource::Builder,
+    };
+    dir.check()
+        .map_err(|e| Failure::new(Exit::Other, e.to_string()))
 }
 
 /// The sockets in `dir`, by name (a missing directory has none).

@@ -1,9 +1,11 @@
 //! `shmcast pub TOPIC`: publish each line of standard input as one message (without its line
 //! feed; with `--hex`, each line is hex), or with `--rate`/`--size` synthetic messages paced at
 //! a rate. `--wait-subscribers N` waits for N subscribers before the first message, since
-//! messages published before a subscriber connects never reach it. Ctrl-C or SIGTERM ends it
-//! as cleanly as the end of its input (`signals`): no stale socket is left, and the same
-//! summary is printed.
+//! messages published before a subscriber connects never reach it. Ctrl-C, SIGTERM or SIGHUP
+//! ends it as cleanly as the end of its input (`signals`): no stale socket is left, the same
+//! summary is printed, and the exit code is 128 + the signal's number (130, 143, 129), also
+//! when the signal came while it waited for space or for subscribers. A signal ignored when it
+//! started (`nohup`, a background job of a script) stays ignored.
 //!
 //! A line is read up to the largest message and no further: a longer one (a file without line
 //! feeds, say) is refused by its line number without being held in memory.
@@ -27,9 +29,10 @@ use crate::words;
 pub struct Args {
     /// The topic: a name in the topic directory, or a socket path.
     topic: String,
-    /// Publish synthetic messages at this many a second (instead of standard input). A message
-    /// late by less than 100 ms is made up for by the next ones; after a longer stall (a full
-    /// ring, a stopped process) the pace starts again from then, without a burst.
+    /// Publish synthetic messages at this many a second (instead of standard input), at least
+    /// 1e-9 (one message every 31.7 years). A message late by less than 100 ms is made up for by
+    /// the next ones; after a longer stall (a full ring, a stopped process) the pace starts again
+    /// from then, without a burst.
     #[arg(long, value_name = "HZ")]
     rate: Option<f64>,
     /// Size of each synthetic message in bytes (its first 8 bytes: its number, little-endian);
@@ -92,10 +95,8 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
         let (name, version) = parse_schema(spec)?;
         builder = builder.schema(name, version);
     }
-    if args.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
-        return Err(Failure::usage(
-            "--rate must be a positive number of messages a second",
-        ));
+    if let Some(rate) = args.rate {
+        check_rate(rate)?;
     }
     let wait = exit::seconds("--wait-timeout", args.wait_timeout)?;
     // Before the publisher starts its server thread, which inherits the blocked signals.
@@ -105,15 +106,36 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     let sent = Arc::new(AtomicU64::new(0));
     let seen = sent.clone();
     let name = topic.to_owned();
-    let live = Progress::on_stderr().is_live();
-    signals
-        .close_on_signal(publisher.closer(), move || {
+    let mut progress = Progress::on_stderr();
+    let live = progress.is_live();
+    let ending = signals
+        .close_on_signal(&publisher, move || {
             if live {
                 out::warn_raw(CLEAR_LINE);
             }
             out::warn(summary(&name, seen.load(Ordering::Relaxed)));
         })
         .map_err(|e| Failure::other(topic, e))?;
+    let done = publish(&mut publisher, &args, wait, &mut progress, &sent);
+    // A signal closes the stream under a loan or a wait, which then fails: the signal thread,
+    // not that failure, has the last word (the signal's exit code and the summary).
+    ending.take_over();
+    progress.finish();
+    done?;
+    out::warn(summary(topic, sent.load(Ordering::Relaxed)));
+    Ok(())
+}
+
+/// Waits for `--wait-subscribers`, then publishes standard input or synthetic messages,
+/// counting them in `sent`.
+fn publish(
+    publisher: &mut Publisher,
+    args: &Args,
+    wait: Duration,
+    progress: &mut Progress,
+    sent: &AtomicU64,
+) -> Result<(), Failure> {
+    let topic = args.topic.as_str();
     if let Some(n) = args.wait_subscribers {
         publisher.wait_for_subscribers(n, wait).map_err(|e| {
             Failure::other(
@@ -127,16 +149,11 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
             )
         })?;
     }
-    let mut progress = Progress::on_stderr();
-    let done = if args.rate.is_some() || args.size.is_some() {
-        synthetic(&mut publisher, &args, &mut progress, &sent)
+    if args.rate.is_some() || args.size.is_some() {
+        synthetic(publisher, args, progress, sent)
     } else {
-        lines(&mut publisher, &args, &mut progress, &sent)
-    };
-    progress.finish();
-    done?;
-    out::warn(summary(topic, sent.load(Ordering::Relaxed)));
-    Ok(())
+        lines(publisher, args, progress, sent)
+    }
 }
 
 /// The line `pub` ends with: `shmcast: TOPIC: published N messages`.
@@ -246,6 +263,27 @@ fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>, limit: usize) -> io::
     }
 }
 
+/// The slowest `--rate`, in messages a second: one every 10^9 s (31.7 years). Every due time
+/// then fits a clock reading with room to spare; a rate near 5e-20 would not fit even one
+/// period.
+const MIN_RATE: f64 = 1e-9;
+
+/// Refuses a `--rate` that is not a number of messages a second the pace can keep.
+fn check_rate(rate: f64) -> Result<(), Failure> {
+    if !(rate.is_finite() && rate > 0.0) {
+        return Err(Failure::usage(
+            "--rate must be a positive number of messages a second",
+        ));
+    }
+    if rate < MIN_RATE {
+        return Err(Failure::usage(format!(
+            "--rate {rate:e}: too slow: the slowest rate is {MIN_RATE:e} a second (one message \
+             every 31.7 years)"
+        )));
+    }
+    Ok(())
+}
+
 /// How late a paced message may be and still be made up for by the ones after it.
 const MAX_CATCH_UP: Duration = Duration::from_millis(100);
 
@@ -296,7 +334,32 @@ fn synthetic(
 
 #[cfg(test)]
 mod tests {
-    use super::{Line, read_line};
+    use super::{Line, MIN_RATE, check_rate, read_line};
+
+    #[test]
+    fn rates_too_slow_to_pace_are_refused_naming_the_slowest() {
+        assert!(check_rate(MIN_RATE).is_ok());
+        assert!(check_rate(1e9).is_ok());
+        for rate in [
+            0.0,
+            -1.0,
+            f64::NAN,
+            f64::INFINITY,
+            1e-10,
+            1e-300,
+            f64::MIN_POSITIVE,
+        ] {
+            let e = check_rate(rate).unwrap_err();
+            assert_eq!(e.code, crate::exit::Exit::Usage, "{rate}");
+            assert!(e.message.starts_with("--rate"), "{}", e.message);
+        }
+        let e = check_rate(1e-300).unwrap_err();
+        assert_eq!(
+            e.message,
+            "--rate 1e-300: too slow: the slowest rate is 1e-9 a second (one message every 31.7 \
+             years)"
+        );
+    }
 
     #[test]
     fn lines_are_read_up_to_the_limit() {

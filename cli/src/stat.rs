@@ -2,7 +2,10 @@
 //! publisher over its topic socket. "lost upstream" counts messages that never reached the
 //! publisher (for a topic a bridge imports, the gaps in the remote sequence numbers), and an
 //! imported topic says so. `--watch` refreshes it: in place on a terminal, as a new
-//! block (or JSON line) each time when piped.
+//! block (or JSON line) each time when piped. A watch ends quietly (exit code 0) when the
+//! publisher ends its topic; any other failure of a refresh (a busy refusal, a publisher that
+//! died or stopped answering) ends it with that failure's exit code, as `stat` without
+//! `--watch` would.
 
 use std::time::Duration;
 
@@ -20,7 +23,10 @@ pub struct Args {
     /// Print JSON (with --watch, one object a line).
     #[arg(long)]
     json: bool,
-    /// Refresh until interrupted or the publisher goes away.
+    /// Refresh until interrupted or the publisher ends its topic (exit code 0). A refresh that
+    /// fails otherwise stops the watch with that failure's exit code, as without --watch: 5
+    /// when the publisher refuses (busy: it answers 20 requests a second), 4 when it died, 1
+    /// when it did not answer.
     #[arg(long, short)]
     watch: bool,
     /// Time between refreshes with --watch, in milliseconds.
@@ -37,10 +43,9 @@ pub struct Args {
 pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     let timeout = Duration::from_millis(args.timeout);
     let inspector = place.inspector(&args.topic, timeout);
-    let first = inspector.inspect().map_err(|e| match e {
-        InspectError::Timeout => peer::unanswered(place, &args.topic, timeout),
-        e => Failure::inspect(&args.topic, e),
-    })?;
+    let first = inspector
+        .inspect()
+        .map_err(|e| failure(place, &args.topic, timeout, e))?;
     let mut out = Stdout::about(&args.topic);
     if !args.watch {
         let _ = out.write(&render(&args, &first))?;
@@ -69,14 +74,28 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
         std::thread::sleep(Duration::from_millis(args.interval));
         info = match inspector.inspect() {
             Ok(info) => info,
-            Err(e) => {
+            // The publisher ended its topic (its socket is gone): the watch is over.
+            Err(e @ InspectError::NoPublisher { .. }) => {
                 out::warn(format_args!(
                     "shmcast: {}: {e}; stopped watching",
                     args.topic
                 ));
                 return Ok(());
             }
+            Err(e) => {
+                let mut failure = failure(place, &args.topic, timeout, e);
+                failure.message.push_str("; stopped watching");
+                return Err(failure);
+            }
         };
+    }
+}
+
+/// Why asking the publisher of `topic` failed, with the exit code of its kind.
+fn failure(place: &Place, topic: &str, timeout: Duration, e: InspectError) -> Failure {
+    match e {
+        InspectError::Timeout => peer::unanswered(place, topic, timeout),
+        e => Failure::inspect(topic, e),
     }
 }
 

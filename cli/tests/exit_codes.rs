@@ -124,6 +124,12 @@ fn wrong_settings_are_usage_errors_named_by_their_flags() {
         (&["pub", &long], "(--dir or SHMCAST_DIR)"),
         (&["echo", &long], "(--dir or SHMCAST_DIR)"),
         (&["pub", "t", "--hex", "--rate", "10"], "--hex"),
+        // A rate whose period no clock holds, even for one message.
+        (
+            &["pub", "t", "--rate", "1e-300", "--count", "1"],
+            "--rate 1e-300: too slow: the slowest rate is 1e-9 a second",
+        ),
+        (&["pub", "t", "--rate", "1e-10"], "--rate 1e-10: too slow"),
     ] {
         let out = run(shmcast(&dir, args));
         assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));

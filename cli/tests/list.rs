@@ -1,11 +1,14 @@
 //! `list` and `clean` over a topic directory named by `SHMCAST_DIR`: a live topic with its
 //! publisher's pid, contract, subscribers and rate; a stale socket shown as stale; other files
-//! not shown; `clean` removes the stale socket and nothing else.
+//! not shown; `clean` removes the stale socket and nothing else. `list` refuses a directory the
+//! other commands refuse, in their words.
 
 mod common;
 
-use common::{Proc, json, run, scratch, stat_with};
+use common::{Proc, code, json, run, scratch, stat_with};
 use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -114,4 +117,61 @@ fn no_interval_means_no_rate() {
     let row = table.lines().find(|l| l.starts_with("t ")).expect(&table);
     assert!(row.ends_with(" -"), "{table}");
     assert!(!row.contains("0.0/s"), "{table}");
+}
+
+/// `list` refuses a topic directory that every command naming a topic refuses, in the same
+/// words: one others may enter, or (run as another user) one that is not theirs.
+#[test]
+fn list_refuses_a_directory_the_other_commands_refuse() {
+    let dir = scratch("open");
+    std::fs::set_permissions(&dir, PermissionsExt::from_mode(0o755)).unwrap();
+    let stat = run(in_env(&dir, &["stat", "t"]));
+    let said = String::from_utf8(stat.stderr.clone()).unwrap();
+    let why = said.strip_prefix("shmcast: t: ").expect(&said);
+    assert!(why.starts_with("refusing topic directory "), "{said}");
+    let list = run(in_env(&dir, &["list"]));
+    assert_eq!(
+        code(&list),
+        code(&stat),
+        "{}",
+        String::from_utf8_lossy(&list.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(list.stderr).unwrap(),
+        format!("shmcast: {why}")
+    );
+    assert!(list.stdout.is_empty());
+
+    // SAFETY: geteuid cannot fail and touches no memory.
+    if unsafe { libc::geteuid() } == 0 {
+        // Root's private directory, listed by another user.
+        let dir = scratch("roots");
+        let mut cmd = in_env(&dir, &["list"]);
+        cmd.uid(65533).gid(65533);
+        let list = run(cmd);
+        assert_eq!(code(&list), 1);
+        assert_eq!(
+            String::from_utf8(list.stderr).unwrap(),
+            format!(
+                "shmcast: refusing topic directory {}: owned by uid 0\n",
+                dir.display()
+            )
+        );
+    }
+}
+
+/// `clean` in a "directory" that is a file says so, naming the path once.
+#[test]
+fn clean_names_a_path_that_is_not_a_directory_once() {
+    let dir = scratch("not-a-dir");
+    let file = dir.join("file");
+    std::fs::write(&file, b"").unwrap();
+    let out = run(in_env(&file, &["clean"]));
+    assert_eq!(code(&out), 1);
+    let e = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(e.matches(&*file.to_string_lossy()).count(), 1, "{e}");
+    assert!(
+        e.starts_with(&format!("shmcast: {}: ", file.display())),
+        "{e}"
+    );
 }

@@ -1,12 +1,15 @@
 //! `pub` reading standard input: a line longer than the largest message is refused by its
 //! number without being read whole, `--count` stops early, and the summary it ends with (at
-//! the end of input or on a signal) counts in words.
+//! the end of input or on a signal) counts in words. A signal ends it with its code and the
+//! summary even while it waits; one ignored when it started stays ignored; a thread it cannot
+//! start is named.
 
 mod common;
 
 use common::{Proc, code, run, scratch, shmcast, wait_for};
 use serde_json::Value;
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
@@ -140,4 +143,155 @@ fn stdin_and_synthetic_messages_do_not_mix() {
     ] {
         assert_eq!(code(&run(shmcast(&dir, args))), 2, "{args:?}");
     }
+}
+
+/// `shmcast pub TOPIC ARGS...` started with `signal` ignored, as `nohup` (SIGHUP) and a script's
+/// `&` jobs (SIGINT) start it.
+fn ignoring(dir: &std::path::Path, signal: i32, args: &[&str]) -> Proc {
+    let mut all = vec!["pub", "t"];
+    all.extend_from_slice(args);
+    let mut cmd = shmcast(dir, &all);
+    // SAFETY: signal(2) is async-signal-safe, and the closure touches nothing else of the
+    // parent's state between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::signal(signal, libc::SIG_IGN) == libc::SIG_ERR {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Proc::spawn(cmd)
+}
+
+/// The messages published on `dir`'s topic `t`, once `publisher` is past `at_least`; fails at
+/// once if the publisher exited meanwhile.
+fn published_past(dir: &std::path::Path, publisher: &mut Proc, at_least: u64) -> u64 {
+    wait_for("more messages", Duration::from_secs(20), || {
+        if let Some(status) = publisher.0.try_wait().unwrap() {
+            panic!("the publisher exited ({status}) while it should publish on");
+        }
+        let out = shmcast(dir, &["stat", "t", "--json"]).output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+        let n = v["messages"].as_u64()?;
+        (n > at_least).then_some(n)
+    })
+}
+
+/// A signal ignored when `pub` started stays ignored: it publishes on, and SIGTERM still ends
+/// it with the summary.
+#[test]
+fn a_signal_ignored_at_start_stays_ignored() {
+    for signal in [libc::SIGHUP, libc::SIGINT] {
+        let dir = scratch(&format!("ignored-{signal}"));
+        let mut publisher = ignoring(&dir, signal, &["--rate", "50"]);
+        let before = published_past(&dir, &mut publisher, 0);
+        publisher.signal(signal);
+        // Long after the signal was delivered: it would have ended the publisher at once.
+        published_past(&dir, &mut publisher, before + 10);
+        publisher.signal(libc::SIGTERM);
+        let out = publisher.finish();
+        assert_eq!(code(&out), 143, "{signal}: {}", stderr(&out));
+        let e = stderr(&out);
+        assert!(
+            e.starts_with("shmcast: t: published ") && e.lines().count() == 1,
+            "{signal}: {e}"
+        );
+        assert!(!dir.join("t").exists(), "socket left behind");
+    }
+}
+
+/// A signal that comes while `pub` waits (for space a stopped gating subscriber holds, or for
+/// subscribers) ends it with the signal's code and the summary, never with the error of the
+/// wait the closed stream cut short.
+#[test]
+fn a_signal_during_a_wait_ends_with_the_summary() {
+    // Rounds enough to lose, at least once, a race the signal thread must always win.
+    for round in 0..30 {
+        let dir = scratch(&format!("full-{round}"));
+        let publisher = Proc::spawn(shmcast(
+            &dir,
+            &[
+                "pub",
+                "t",
+                "--size",
+                "64",
+                "--capacity",
+                "4096",
+                "--stall-bound",
+                "none",
+            ],
+        ));
+        let mut echo = shmcast(&dir, &["echo", "t", "--wait", "20"]);
+        echo.stdout(Stdio::null());
+        let stopped = Proc::spawn(echo);
+        common::stat_with(&dir, "t", 1);
+        stopped.signal(libc::SIGSTOP);
+        // The ring is full: the publisher waits for the stopped subscriber.
+        wait_for("a full ring", Duration::from_secs(20), || {
+            let out = shmcast(&dir, &["stat", "t", "--json"]).output().unwrap();
+            let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+            let row = &v["subscribers"][0];
+            (row["state"] == "stopped" && row["lag_bytes"].as_u64()? + 128 > 4096).then_some(())
+        });
+        publisher.signal(libc::SIGTERM);
+        let out = publisher.finish();
+        assert_eq!(code(&out), 143, "round {round}: {}", stderr(&out));
+        let e = stderr(&out);
+        assert!(
+            e.starts_with("shmcast: t: published ") && e.lines().count() == 1,
+            "round {round}: {e}"
+        );
+        stopped.signal(libc::SIGCONT);
+    }
+    let dir = scratch("wait-subscribers");
+    let publisher = Proc::spawn(shmcast(
+        &dir,
+        &["pub", "t", "--rate", "10", "--wait-subscribers", "1"],
+    ));
+    common::stat_with(&dir, "t", 0);
+    publisher.signal(libc::SIGINT);
+    let out = publisher.finish();
+    assert_eq!(code(&out), 130, "{}", stderr(&out));
+    assert_eq!(stderr(&out), "shmcast: t: published 0 messages\n");
+}
+
+/// A thread `pub` cannot start is named: with room for one thread besides the main one (the
+/// library's server thread), the signal thread is the one that fails. Needs root, to run the
+/// command as a user of its own whose processes can be counted.
+#[test]
+fn a_thread_that_cannot_start_is_named() {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to run the command as a user of its own");
+        return;
+    }
+    // A uid no other process runs as, so that the limit counts only the command's threads.
+    const UID: u32 = 65533;
+    let dir = scratch("nproc");
+    std::os::unix::fs::chown(&dir, Some(UID), Some(UID)).unwrap();
+    let mut cmd = shmcast(&dir, &["pub", "t", "--rate", "10"]);
+    cmd.uid(UID).gid(UID);
+    // SAFETY: setrlimit(2) is async-signal-safe and reads only the struct on this stack.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 2,
+                rlim_max: 2,
+            };
+            if libc::setrlimit(libc::RLIMIT_NPROC, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = run(cmd);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.starts_with("shmcast: t: starting the signal thread (shmcast-signals): ")
+            && e.lines().count() == 1,
+        "{e}"
+    );
+    assert!(!dir.join("t").exists(), "socket left behind");
 }

@@ -1,6 +1,7 @@
 //! `echo` and `pub` as separate processes: lines of standard input arrive as messages exactly
 //! (empty lines and multi-byte text included), binary payloads round-trip through `--hex`, and
-//! `--format json` gives each message's sequence number, size and bytes.
+//! `--format json` gives each message's sequence number, size and bytes; on a topic that declares
+//! a Pod type, every message prints as binary.
 
 mod common;
 
@@ -113,4 +114,45 @@ fn history_from_the_oldest() {
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "one\ntwo\n");
     drop(input);
     assert!(publisher.finish().status.success());
+}
+
+/// On a topic that declares a Pod type every message is binary: `auto` and `json` print each
+/// one as hex, also one whose bytes happen to read as text.
+#[test]
+fn a_pod_topic_prints_every_message_as_binary() {
+    let dir = scratch("pod");
+    let mut publisher = shmcast::Publisher::builder("t")
+        .directory(&dir)
+        .pod_named::<[u8; 16]>("app.Pair")
+        .bind()
+        .unwrap();
+    let mut pair = [0u8; 16];
+    pair[..8].copy_from_slice(&1u64.to_le_bytes());
+    pair[8..].copy_from_slice(&0.5f64.to_le_bytes());
+    publisher.send_pod(&pair).unwrap();
+    publisher.send_pod(b"ABCDEFGHIJKLMNOP").unwrap();
+    let echo = |args: &[&str]| {
+        let mut all = vec!["echo", "t", "--from", "oldest", "--count", "2"];
+        all.extend_from_slice(args);
+        let out = run(shmcast(&dir, &all));
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let hex = [
+        "0100000000000000000000000000e03f",
+        "4142434445464748494a4b4c4d4e4f50",
+    ];
+    assert_eq!(echo(&[]), format!("{}\n{}\n", hex[0], hex[1]));
+    let lines: Vec<serde_json::Value> = echo(&["--json"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    for (line, hex) in lines.iter().zip(hex) {
+        assert_eq!(line["hex"], hex, "{line}");
+        assert_eq!(line["len"], 16, "{line}");
+        assert!(line.get("text").is_none(), "{line}");
+    }
+    // `text` still prints the bytes as text when asked to.
+    assert!(echo(&["--format", "text"]).ends_with("ABCDEFGHIJKLMNOP\n"));
 }

@@ -1,6 +1,7 @@
 //! `stat` against a publisher process and three subscriber processes: the right pid and mode
 //! for each, and a gating subscriber stopped with SIGSTOP falling further behind at every look,
-//! still gating, until the publisher's stall bound demotes it.
+//! still gating, until the publisher's stall bound demotes it. A watch stopped by an error
+//! fails with its exit code.
 
 mod common;
 
@@ -178,4 +179,37 @@ fn a_stall_bound_from_the_command_line_demotes_sooner() {
         "{:?}",
         start.elapsed()
     );
+}
+
+/// A watch that stops on an error fails with that error's exit code: here the publisher's
+/// refusal when asked more than its 20 times a second (5, a refused peer).
+#[test]
+fn a_watch_stopped_by_a_refusal_fails() {
+    let dir = scratch("watch-busy");
+    let _publisher = Proc::spawn(shmcast(&dir, &["pub", "t", "--rate", "10"]));
+    stat_with(&dir, "t", 0);
+    let out = run(shmcast(
+        &dir,
+        &[
+            "stat",
+            "t",
+            "--watch",
+            "--json",
+            "--interval",
+            "0",
+            "--count",
+            "1000",
+        ],
+    ));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 5, "{e}");
+    assert!(
+        e.starts_with("shmcast: t: ")
+            && e.contains("busy")
+            && e.ends_with("; stopped watching\n")
+            && e.lines().count() == 1,
+        "{e}"
+    );
+    let shown = String::from_utf8(out.stdout).unwrap().lines().count();
+    assert!((1..1000).contains(&shown), "{shown} refreshes");
 }
