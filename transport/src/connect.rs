@@ -85,6 +85,12 @@ pub(crate) fn dial(
                     }
                 }
             }
+            Err(source) if source.kind() == io::ErrorKind::PermissionDenied => {
+                return Err(ConnectError::Socket {
+                    path: path.to_owned(),
+                    source: io::Error::new(source.kind(), permission_denied(path, &source)),
+                });
+            }
             Err(source) => {
                 return Err(ConnectError::Socket {
                     path: path.to_owned(),
@@ -92,6 +98,23 @@ pub(crate) fn dial(
                 });
             }
         }
+    }
+}
+
+/// Why connecting to `path` was denied, as far as its owner and mode tell (a publisher that
+/// admits only its own uid keeps its socket 0600; a directory on the way may be closed too).
+fn permission_denied(path: &Path, e: &io::Error) -> String {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata(path) {
+        Ok(m) if m.uid() != sys::process::getuid() => format!(
+            "{e}: the socket belongs to uid {} (mode {:o}); its publisher must admit this uid \
+             (admission), which opens the socket to others",
+            m.uid(),
+            m.mode() & 0o777
+        ),
+        Ok(m) => format!("{e} (socket mode {:o})", m.mode() & 0o777),
+        // Not even its owner and mode can be read: a directory on the way keeps us out.
+        Err(_) => format!("{e}: a directory on the way to it is closed to this uid"),
     }
 }
 

@@ -57,12 +57,18 @@ fn role_other_uid(args: &[String]) {
     }
 }
 
-/// args: path. Drops to uid 65534, subscribes to the root publisher at `path` (trusting
+/// args: path, private path. Drops to uid 65534, tries the root publisher at `private path`
+/// that admits only root (printing `denied: ERROR`), subscribes to the one at `path` (trusting
 /// uid 0), and prints `received N` for the first message.
 fn role_admitted_other_uid(args: &[String]) {
     // SAFETY: single-threaded at this point of the child; setuid only changes credentials.
     let rc = unsafe { libc::setuid(65534) };
     assert_eq!(rc, 0, "setuid");
+    let denied = Subscriber::builder(&args[1])
+        .publisher(shmcast::Admission::Uids(vec![0]))
+        .connect()
+        .unwrap_err();
+    println!("denied: {denied}");
     let mut sub = Subscriber::builder(&args[0])
         .publisher(shmcast::Admission::Uids(vec![0]))
         .connect()
@@ -217,7 +223,13 @@ fn an_admitted_uid_can_connect_without_a_chmod() {
         .bind()
         .unwrap();
     assert_eq!(mode(&path), 0o666);
-    let mut child = spawn("admitted-other-uid", &[path.display().to_string()]);
+    let args = [path.display().to_string(), own.display().to_string()];
+    let mut child = spawn("admitted-other-uid", &args);
+    let denied = child.expect_line("denied: ");
+    assert!(
+        denied.contains("the socket belongs to uid 0 (mode 600)"),
+        "{denied}"
+    );
     child.expect_line("connected");
     publisher.send(b"for 65534").unwrap();
     let out = child.finish();
