@@ -39,6 +39,10 @@ pub struct Args {
     /// Refuse a topic that does not declare this schema (`NAME@VERSION`); exit code 6.
     #[arg(long, value_name = "NAME@VERSION")]
     expect_schema: Option<String>,
+    /// Also trust a publisher run by these users (`1001,1002`, or `any`): by default only one
+    /// of our own uid is (a socket path elsewhere may have been bound by anyone).
+    #[arg(long, value_name = "UIDS|any", value_parser = crate::flags::uids)]
+    trust: Option<shmcast::Admission>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -67,6 +71,9 @@ pub fn run(place: &Place, mut args: Args) -> Result<(), Failure> {
     if let Some(spec) = &args.expect_schema {
         let (name, version) = parse_schema(spec)?;
         builder = builder.expect_schema(name, version);
+    }
+    if let Some(trusted) = &args.trust {
+        builder = builder.publisher(trusted.clone());
     }
     let mut sub = subscribe::connect(place, topic, args.wait, builder)?;
     let kind = Payloads::of(&sub.contract().message);

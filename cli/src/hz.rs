@@ -38,6 +38,10 @@ pub struct Args {
     /// for its answer no longer than that (at least 0.2 s, at most the default 5 s).
     #[arg(long, value_name = "SECS")]
     wait: Option<f64>,
+    /// Also trust a publisher run by these users (`1001,1002`, or `any`): by default only one
+    /// of our own uid is (a socket path elsewhere may have been bound by anyone).
+    #[arg(long, value_name = "UIDS|any", value_parser = flags::uids)]
+    trust: Option<shmcast::Admission>,
 }
 
 pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
@@ -47,7 +51,10 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
         .map(|d| exit::seconds("--duration", d))
         .transpose()?;
     let interval = Duration::from_millis(args.interval.max(1));
-    let builder = Subscriber::builder(topic).mode(Mode::Lossy);
+    let mut builder = Subscriber::builder(topic).mode(Mode::Lossy);
+    if let Some(trusted) = &args.trust {
+        builder = builder.publisher(trusted.clone());
+    }
     let mut sub = subscribe::connect(place, topic, args.wait, builder)?;
     let mut out = Stdout::about(topic);
     // The duration counts from the connection, not from the wait for a publisher before it.

@@ -66,6 +66,11 @@ pub struct Args {
     /// to lossy, in seconds, or `none` to wait for it without end (default: 5).
     #[arg(long, value_name = "SECS|none")]
     stall_bound: Option<String>,
+    /// Also admit subscribers of these users (`1001,1002`, or `any`), checked against each
+    /// one's credentials; the socket file is then open to all (mode 0666). Give the topic as a
+    /// socket path in a directory they can enter: the topic directory is private.
+    #[arg(long, value_name = "UIDS|any", value_parser = crate::flags::uids)]
+    admit: Option<shmcast::Admission>,
 }
 
 pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
@@ -76,6 +81,9 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     }
     if let Some(max) = args.max_message {
         builder = builder.max_message(max);
+    }
+    if let Some(admission) = &args.admit {
+        builder = builder.admission(admission.clone());
     }
     if let Some(bound) = &args.stall_bound {
         let bound = match bound.as_str() {
