@@ -126,12 +126,19 @@ impl Contract {
         }
     }
 
-    /// The contract a publisher declares: `message` must be valid, and a Pod type must fit
-    /// `max_message`.
-    pub(crate) fn declare(
-        message: MessageType,
-        max_message: usize,
-    ) -> Result<Contract, InvalidContract> {
+    /// The contract a publisher declares, checked as binding checks it: `message` must be
+    /// valid (a name of 1 to 128 bytes of UTF-8 without control characters, a Pod alignment
+    /// that is a power of two up to 16), and a Pod type must fit `max_message`. For programs
+    /// that check a configuration before anything starts; the ring's own limits are
+    /// [`RingConfig::new`](crate::RingConfig::new)'s.
+    ///
+    /// ```
+    /// use shmcast::{Contract, MessageType};
+    /// assert!(Contract::declare(MessageType::schema("app.Tick", 2), 4096).is_ok());
+    /// let pod = MessageType::Pod { name: "T".into(), size: 8, align: 3 };
+    /// assert!(Contract::declare(pod, 64).is_err());
+    /// ```
+    pub fn declare(message: MessageType, max_message: usize) -> Result<Contract, InvalidContract> {
         message.validate()?;
         if let MessageType::Pod { size, .. } = message
             && size > max_message
