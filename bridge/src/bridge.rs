@@ -6,6 +6,7 @@ use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use zenoh::Wait;
 
@@ -37,9 +38,12 @@ impl BridgeBuilder {
 }
 
 /// A running bridge. Dropping it (or [`Bridge::stop`]) stops every topic and closes the
-/// session; imported topics end, so their local subscribers see the end of the stream.
+/// session; imported topics end, so their local subscribers see the end of the stream. Either
+/// returns within [`Bridge::STOP_BOUND`] (plus at most 0.1 s for the watch on `connect`
+/// endpoints), even when a peer takes nothing.
 pub struct Bridge {
     session: Option<zenoh::Session>,
+    sink: Sink,
     id: u64,
     stop: Arc<AtomicBool>,
     exports: Vec<JoinHandle<()>>,
@@ -77,6 +81,7 @@ impl Bridge {
         let session = session::open(&config).map_err(BridgeError::Zenoh)?;
         let mut bridge = Bridge {
             session: None,
+            sink: b.sink.clone(),
             id: random_id(),
             stop: Arc::new(AtomicBool::new(false)),
             exports: Vec::new(),
@@ -147,8 +152,21 @@ impl Bridge {
             .collect()
     }
 
-    /// Stops every topic, closes the Zenoh session and returns every topic's final counters,
-    /// which nothing changes any more.
+    /// The longest [`Bridge::stop`] or dropping a bridge waits for its Zenoh session to close
+    /// and its exports to end. Closing takes milliseconds while the peers take what they are
+    /// sent; a peer that takes nothing (a stopped process, a link that stays silent until
+    /// Zenoh's lease ends it) could hold Zenoh's close for its own 10 s timeout and a reliable
+    /// export's blocked put for longer. Past this bound the bridge reports
+    /// [`Event::StopIncomplete`] and returns: the rest finishes in the background (an imported
+    /// topic ends when its Zenoh subscriber is closed), or when the process exits.
+    pub const STOP_BOUND: Duration = Duration::from_secs(2);
+
+    /// Stops every topic, closes the Zenoh session and returns every topic's final counters.
+    ///
+    /// Returns within [`Bridge::STOP_BOUND`] (2 s; plus at most 0.1 s for the watch on
+    /// `connect` endpoints). When that bound cut the close short ([`Event::StopIncomplete`]),
+    /// a put still blocked at that moment may yet complete, and the counters returned do not
+    /// include it; otherwise nothing changes them any more.
     pub fn stop(mut self) -> Vec<TopicStats> {
         self.shut_down();
         self.stats()
@@ -160,15 +178,66 @@ impl Bridge {
         if let Some(watch) = self.watch.take() {
             let _ = watch.join();
         }
-        for sub in self.imports.drain(..) {
-            let _ = sub.undeclare().wait();
+        let deadline = Instant::now() + Bridge::STOP_BOUND;
+        let closed = self.close_session(deadline);
+        if !closed {
+            (self.sink)(Event::StopIncomplete {
+                what: "closing the Zenoh session".into(),
+                waited: Bridge::STOP_BOUND,
+            });
         }
-        if let Some(session) = self.session.take() {
-            // Closing the session also ends a put blocked on a full queue.
-            let _ = session.close().wait();
-        }
+        // Closing the session also ends a put blocked on a full queue; the others look at the
+        // stop flag every 50 ms.
+        let mut running = 0;
         for handle in self.exports.drain(..) {
-            let _ = handle.join();
+            while !handle.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if handle.is_finished() {
+                let _ = handle.join();
+            } else {
+                running += 1;
+            }
+        }
+        if running > 0 {
+            (self.sink)(Event::StopIncomplete {
+                what: match running {
+                    1 => "an export blocked in a Zenoh put".to_owned(),
+                    n => format!("{n} exports blocked in Zenoh puts"),
+                },
+                waited: Bridge::STOP_BOUND,
+            });
+        }
+    }
+
+    /// Undeclares the imports and closes the session in a thread of its own, waiting for it
+    /// until `deadline`; whether it finished.
+    fn close_session(&mut self, deadline: Instant) -> bool {
+        let imports = std::mem::take(&mut self.imports);
+        let session = self.session.take();
+        if imports.is_empty() && session.is_none() {
+            return true;
+        }
+        let (done, finished) = std::sync::mpsc::channel();
+        let close = move || {
+            for sub in imports {
+                let _ = sub.undeclare().wait();
+            }
+            if let Some(session) = session {
+                let _ = session.close().wait();
+            }
+            let _ = done.send(());
+        };
+        match std::thread::Builder::new()
+            .name("bridge-close".into())
+            .spawn(close)
+        {
+            Ok(_) => finished
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .is_ok(),
+            // The closure, dropped unstarted, dropped the subscribers and the session, which
+            // closes them as it can.
+            Err(_) => true,
         }
     }
 }

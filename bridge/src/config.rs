@@ -1,11 +1,12 @@
 //! What a bridge does: its Zenoh session (mode, endpoints, scouting, key prefix) and, per
 //! topic, the direction and the delivery choice. Built in code, from `shmcast bridge` flags
-//! ([`TopicConfig::parse_spec`]) or from a JSON file ([`BridgeConfig::from_json`]).
+//! ([`TopicConfig::parse_spec`], in `spec`) or from a JSON file ([`BridgeConfig::from_json`]).
 //!
 //! [`BridgeConfig::validate`] refuses every configuration that could loop: a topic both
 //! exported and imported, an export key that an import key matches, the same key imported
 //! twice. Together with the importer's refusal of its own session's publications, a bridge
-//! never re-exports what it imported.
+//! never re-exports what it imported. Its errors name the topics by their place in
+//! [`BridgeConfig::topics`], which a caller maps back to its flags or file.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use std::path::PathBuf;
 use shmcast::{MAX_CAPACITY, MIN_CAPACITY, MessageType, RingConfig};
 use zenoh::key_expr::KeyExpr;
 
+use crate::contract;
 use crate::endpoint::{check_endpoint, clean};
 
 /// Which way a topic crosses the bridge.
@@ -150,68 +152,9 @@ impl TopicConfig {
         }
     }
 
-    /// Parses a command-line topic: `TOPIC[,OPTION...]` with the options `reliable`, `lossy`,
-    /// `key=KEYEXPR`, `bytes`, `schema=NAME@VERSION`, `pod=NAME:SIZE:ALIGN`,
-    /// `max-message=BYTES`, `capacity=BYTES`.
-    pub fn parse_spec(spec: &str, direction: Direction) -> Result<TopicConfig, ConfigError> {
-        let mut parts = spec.split(',');
-        let topic = parts.next().unwrap_or_default();
-        let mut t = TopicConfig::new(topic, direction);
-        for part in parts {
-            let (name, value) = part.split_once('=').unwrap_or((part, ""));
-            t.set(name, value)?;
-        }
-        t.check()?;
-        Ok(t)
-    }
-
-    pub(crate) fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
-        let number = |field: &'static str| {
-            value
-                .parse::<u64>()
-                .map_err(|_| ConfigError::field(field, "a number of bytes"))
-        };
-        match name {
-            "reliable" => self.reliability = Reliability::Reliable,
-            "lossy" => self.reliability = Reliability::Lossy,
-            "key" => self.key = Some(value.to_owned()),
-            "bytes" => self.message = Some(MessageType::Bytes),
-            "schema" => {
-                let (n, v) = value
-                    .rsplit_once('@')
-                    .and_then(|(n, v)| Some((n, v.parse::<u32>().ok()?)))
-                    .ok_or_else(|| ConfigError::field("schema", "NAME@VERSION"))?;
-                self.message = Some(MessageType::schema(n, v));
-            }
-            "pod" => {
-                let mut it = value.rsplitn(3, ':');
-                let (align, size, n) = (it.next(), it.next(), it.next());
-                let parsed = (|| {
-                    Some(MessageType::Pod {
-                        name: n?.to_owned(),
-                        size: size?.parse().ok()?,
-                        align: align?.parse().ok()?,
-                    })
-                })();
-                self.message =
-                    Some(parsed.ok_or_else(|| ConfigError::field("pod", "NAME:SIZE:ALIGN"))?);
-            }
-            "max-message" => self.max_message = Some(number("max-message")? as usize),
-            "capacity" => self.capacity = Some(number("capacity")?),
-            _ => {
-                return Err(ConfigError::field_owned(
-                    name,
-                    "unknown option (reliable, lossy, key=, bytes, schema=, pod=, \
-                     max-message=, capacity=)",
-                ));
-            }
-        }
-        Ok(())
-    }
-
     /// Checks what a topic alone can be checked for: its name (as `shmcast pub` and `echo`
-    /// take it), its key, and an import's capacity and maximum message against the ring's
-    /// limits.
+    /// take it), its key, an import's capacity and maximum message against the ring's limits,
+    /// and its message type by the rules a publisher's declaration follows (`contract`).
     pub(crate) fn check(&self) -> Result<(), ConfigError> {
         check_topic_name(&self.topic)?;
         if let Some(key) = &self.key {
@@ -226,13 +169,17 @@ impl TopicConfig {
                 ),
             ));
         }
-        if self.direction == Direction::Export
-            && (self.message.is_some() || self.max_message.is_some() || self.capacity.is_some())
-        {
-            return Err(ConfigError::field(
-                "export",
-                "the contract and capacity are the local publisher's: set them only on imports",
-            ));
+        if self.direction == Direction::Export {
+            let option = (self.message.as_ref().map(message_option))
+                .or(self.max_message.map(|_| "max-message"))
+                .or(self.capacity.map(|_| "capacity"));
+            if let Some(option) = option {
+                return Err(ConfigError::field(
+                    option,
+                    "only an import declares a message type, a maximum message or a ring: an \
+                     export carries what its local publisher declares",
+                ));
+            }
         }
         if let Some(c) = self.capacity
             && (!c.is_power_of_two() || !(MIN_CAPACITY..=MAX_CAPACITY).contains(&c))
@@ -259,7 +206,20 @@ impl TopicConfig {
                 ));
             }
         }
+        if let Some(m) = &self.message {
+            contract::check(m, self.max_message, self.capacity)
+                .map_err(|why| ConfigError::field_owned(message_option(m), &why))?;
+        }
         Ok(())
+    }
+}
+
+/// The option that declares `message`.
+fn message_option(message: &MessageType) -> &'static str {
+    match message {
+        MessageType::Schema { .. } => "schema",
+        MessageType::Pod { .. } => "pod",
+        _ => "bytes",
     }
 }
 
@@ -273,17 +233,23 @@ fn check_topic_name(topic: &str) -> Result<(), ConfigError> {
 
 /// A key one topic can travel on: a Zenoh key expression without wildcards.
 fn check_key(key: &str) -> Result<KeyExpr<'static>, ConfigError> {
-    let ke = KeyExpr::try_from(key.to_owned()).map_err(|e| ConfigError::Key {
-        key: key.to_owned(),
-        reason: clean(&e.to_string()),
-    })?;
+    // Before Zenoh's own check, whose words for a wildcard it refuses (`a/$*`: "empty chunks
+    // are forbidden") do not say what the bridge wants instead.
     if key.contains('*') || key.contains('$') {
         return Err(ConfigError::Key {
             key: key.to_owned(),
-            reason: "wildcards are refused: one key carries one topic's sequence".into(),
+            reason: "wildcards (*, **, $*) are refused: one key carries one topic's sequence"
+                .into(),
         });
     }
-    Ok(ke)
+    KeyExpr::try_from(key.to_owned()).map_err(|e| ConfigError::Key {
+        key: key.to_owned(),
+        reason: format!(
+            "not a Zenoh key expression (chunks of characters other than * $ ? # between \
+             single slashes): {}",
+            clean(&e.to_string())
+        ),
+    })
 }
 
 /// Everything a bridge does.
@@ -353,6 +319,12 @@ impl BridgeConfig {
                 })?;
             }
         }
+        if let Some(e) = repeated(&self.listen) {
+            return Err(ConfigError::Field {
+                field: "listen".into(),
+                expected: format!("{e:?} is given twice: one endpoint is listened on once"),
+            });
+        }
         if self.mode == SessionMode::Client && self.connect.is_empty() && !self.scouting {
             return Err(ConfigError::field(
                 "mode",
@@ -361,17 +333,19 @@ impl BridgeConfig {
             ));
         }
         let mut keys = Vec::new();
-        for t in &self.topics {
-            t.check()?;
+        for (i, t) in self.topics.iter().enumerate() {
+            t.check().map_err(|e| e.within(&format!("topics[{i}]")))?;
             let ke = check_key(&t.key_under(&self.prefix))?;
             keys.push((t, ke));
         }
         for (i, (a, ka)) in keys.iter().enumerate() {
-            for (b, kb) in &keys[i + 1..] {
+            for (j, (b, kb)) in keys.iter().enumerate().skip(i + 1) {
+                let topics = [i, j];
                 if a.topic == b.topic {
                     return Err(if a.direction == b.direction {
                         ConfigError::Duplicate {
                             what: format!("topic {:?}", a.topic),
+                            topics,
                         }
                     } else {
                         ConfigError::Loop {
@@ -380,6 +354,7 @@ impl BridgeConfig {
                                  would go out again",
                                 a.topic
                             ),
+                            topics,
                         }
                     });
                 }
@@ -387,6 +362,7 @@ impl BridgeConfig {
                     return Err(if a.direction == b.direction {
                         ConfigError::Duplicate {
                             what: format!("key {ka}"),
+                            topics,
                         }
                     } else {
                         ConfigError::Loop {
@@ -395,6 +371,7 @@ impl BridgeConfig {
                                  would import its own exports",
                                 a.direction, a.topic, b.direction, b.topic
                             ),
+                            topics,
                         }
                     });
                 }
@@ -428,11 +405,15 @@ pub enum ConfigError {
     Loop {
         /// How.
         why: String,
+        /// The two topics involved, by their index in [`BridgeConfig::topics`].
+        topics: [usize; 2],
     },
     /// The same topic or key bridged twice in one direction.
     Duplicate {
         /// Which.
         what: String,
+        /// The two topics involved, by their index in [`BridgeConfig::topics`].
+        topics: [usize; 2],
     },
 }
 
@@ -448,20 +429,13 @@ impl ConfigError {
         }
     }
 
-    /// The same error about field `name` (a file's name for a command-line option).
-    pub(crate) fn renamed(self, name: &str) -> ConfigError {
-        match self {
-            ConfigError::Field { expected, .. } => ConfigError::Field {
-                field: name.to_owned(),
-                expected,
-            },
-            e => e,
-        }
-    }
-
     /// The same error, its field inside `outer` (`topics[2]`).
     pub(crate) fn within(self, outer: &str) -> ConfigError {
         match self {
+            ConfigError::Field { field, expected } if field.is_empty() => ConfigError::Field {
+                field: outer.to_owned(),
+                expected,
+            },
             ConfigError::Field { field, expected } => ConfigError::Field {
                 field: format!("{outer}.{field}"),
                 expected,
@@ -469,16 +443,48 @@ impl ConfigError {
             e => e,
         }
     }
+
+    /// The two topics a loop or a duplicate involves, by their index in
+    /// [`BridgeConfig::topics`], for a caller to name them as its user gave them.
+    pub fn topics(&self) -> Option<[usize; 2]> {
+        match self {
+            ConfigError::Loop { topics, .. } | ConfigError::Duplicate { topics, .. } => {
+                Some(*topics)
+            }
+            _ => None,
+        }
+    }
+
+    /// The error without the topics' indices (those of a loop or a duplicate), for a caller
+    /// that names them itself ([`ConfigError::topics`]).
+    pub fn without_topics(&self) -> String {
+        match self {
+            ConfigError::Loop { why, .. } => format!("refused, it could loop: {why}"),
+            ConfigError::Duplicate { what, .. } => format!("{what} is bridged twice"),
+            e => e.to_string(),
+        }
+    }
+}
+
+/// The first endpoint of `list` that appears in it twice.
+fn repeated(list: &[String]) -> Option<&String> {
+    list.iter()
+        .enumerate()
+        .find(|(i, e)| list[..*i].contains(e))
+        .map(|(_, e)| e)
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ConfigError::Json(e) => write!(f, "configuration is not valid JSON: {e}"),
+            ConfigError::Field { field, expected } if field.is_empty() => f.write_str(expected),
             ConfigError::Field { field, expected } => write!(f, "{field}: {expected}"),
             ConfigError::Key { key, reason } => write!(f, "key {key:?}: {reason}"),
-            ConfigError::Loop { why } => write!(f, "refused, it could loop: {why}"),
-            ConfigError::Duplicate { what } => write!(f, "{what} is bridged twice"),
+            ConfigError::Loop { .. } | ConfigError::Duplicate { .. } => {
+                let [a, b] = self.topics().unwrap_or_default();
+                write!(f, "topics[{a}] and topics[{b}]: {}", self.without_topics())
+            }
         }
     }
 }
@@ -497,62 +503,58 @@ mod tests {
     }
 
     #[test]
-    fn specs_parse() {
-        let t = TopicConfig::parse_spec(
-            "ticks,lossy,key=a/b,schema=proto:Tick@3,max-message=64",
-            Direction::Import,
-        )
-        .unwrap();
-        assert_eq!(t.reliability, Reliability::Lossy);
-        assert_eq!(t.key.as_deref(), Some("a/b"));
-        assert_eq!(t.message, Some(MessageType::schema("proto:Tick", 3)));
-        assert_eq!(t.max_message, Some(64));
-        let p = TopicConfig::parse_spec("x,pod=Tick:16:8", Direction::Import).unwrap();
-        assert_eq!(
-            p.message,
-            Some(MessageType::Pod {
-                name: "Tick".into(),
-                size: 16,
-                align: 8
-            })
-        );
-        for bad in [
-            "",
-            "x,nope",
-            "x,schema=abc",
-            "x,pod=T:1",
-            "x,max-message=lots",
-            "bad name",
-            ".hidden",
-            "a\u{e9}",
-            "/tmp/dir/",
-            "/tmp/sock",
-            "x,key=/k",
-            "x,key=k/*",
-            "x,capacity=1000",
-            "x,capacity=32",
-            "x,capacity=2199023255552",
-            "x,max-message=0",
-            "x,capacity=1024,max-message=497",
-        ] {
-            assert!(
-                TopicConfig::parse_spec(bad, Direction::Import).is_err(),
-                "{bad}"
-            );
-        }
-        assert!(TopicConfig::parse_spec("x,schema=a@1", Direction::Export).is_err());
-        for good in [
-            "a.b_c-1",
-            "/tmp/sock,key=k/sock",
-            "x,capacity=64",
-            "x,capacity=1024,max-message=496",
-        ] {
-            TopicConfig::parse_spec(good, Direction::Import).unwrap();
-        }
+    fn prefixes_are_checked() {
         assert!(BridgeConfig::check_prefix("").is_err());
         assert!(BridgeConfig::check_prefix("/").is_err());
         assert!(BridgeConfig::check_prefix("a*").is_err());
         BridgeConfig::check_prefix("site/one/").unwrap();
+    }
+
+    #[test]
+    fn keys_say_why_they_are_refused() {
+        for (key, want) in [
+            ("a/$*", "wildcards"),
+            ("a/*", "wildcards"),
+            ("a/**", "wildcards"),
+            ("a//b", "not a Zenoh key expression"),
+            ("/a", "not a Zenoh key expression"),
+            ("a/b?c", "not a Zenoh key expression"),
+        ] {
+            let e = check_key(key).unwrap_err().to_string();
+            assert!(e.contains(want), "{key}: {e}");
+        }
+        check_key("a/b.c-d_e").unwrap();
+    }
+
+    #[test]
+    fn an_export_names_the_option_it_may_not_have() {
+        for (t, want) in [
+            (
+                TopicConfig::new("t", Direction::Export).message(MessageType::schema("s", 1)),
+                "schema: only an import declares",
+            ),
+            (
+                TopicConfig::new("t", Direction::Export).max_message(64),
+                "max-message: only an import",
+            ),
+            (
+                TopicConfig::new("t", Direction::Export).capacity(4096),
+                "capacity: only an import",
+            ),
+        ] {
+            let e = t.check().unwrap_err().to_string();
+            assert!(e.starts_with(want), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_listen_endpoint_given_twice_is_refused() {
+        let twice = BridgeConfig {
+            listen: vec!["tcp/127.0.0.1:7447".into(), "tcp/127.0.0.1:7447".into()],
+            ..bridge(vec![TopicConfig::new("a", Direction::Export)])
+        };
+        let e = twice.validate().unwrap_err().to_string();
+        assert!(e.contains("is given twice"), "{e}");
     }
 
     #[test]
@@ -561,7 +563,16 @@ mod tests {
             TopicConfig::new("t", Direction::Export),
             TopicConfig::new("t", Direction::Import).key("other/t"),
         ]);
-        assert!(matches!(both.validate(), Err(ConfigError::Loop { .. })));
+        assert!(matches!(
+            both.validate(),
+            Err(ConfigError::Loop { topics: [0, 1], .. })
+        ));
+        assert!(
+            both.validate()
+                .unwrap_err()
+                .to_string()
+                .starts_with("topics[0] and topics[1]: ")
+        );
         let same_key = bridge(vec![
             TopicConfig::new("a", Direction::Export).key("k/x"),
             TopicConfig::new("b", Direction::Import).key("k/x"),

@@ -75,6 +75,23 @@ pub fn check_endpoint(endpoint: &str) -> Result<(), String> {
     }
 }
 
+/// Why the host of `endpoint` (checked by [`check_endpoint`]) has no address, when it is a
+/// name that does not resolve: Zenoh's own words for it do not say which endpoint failed.
+pub(crate) fn unresolvable(endpoint: &str) -> Option<String> {
+    use std::net::ToSocketAddrs;
+    let (_, rest) = endpoint.split_once('/')?;
+    let address = rest.split(['?', '#']).next().unwrap_or_default();
+    let (host, _) = address.rsplit_once(':')?;
+    if address.starts_with('[') || host.parse::<Ipv4Addr>().is_ok() {
+        return None;
+    }
+    match address.to_socket_addrs().map(|mut found| found.next()) {
+        Ok(Some(_)) => None,
+        Ok(None) => Some(format!("the name {host:?} has no address")),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
 /// Zenoh's error text without the source locations it appends (` at /path/file.rs:123.`),
 /// which mean nothing to an operator.
 pub(crate) fn clean(text: &str) -> String {
@@ -150,6 +167,14 @@ mod tests {
             let e = check_endpoint(bad).unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn names_that_do_not_resolve_are_found() {
+        assert_eq!(unresolvable("tcp/127.0.0.1:7447"), None);
+        assert_eq!(unresolvable("tcp/[::1]:7447"), None);
+        assert_eq!(unresolvable("tcp/localhost:7447"), None);
+        assert!(unresolvable("tcp/no-such-host.invalid:7447").is_some());
     }
 
     #[test]

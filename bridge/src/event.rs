@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// One thing that happened to a bridged topic.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +49,26 @@ pub enum Event {
         /// The contract it declares.
         contract: String,
     },
+    /// An import could not bind its local topic (another publisher serves it, the directory
+    /// is unusable): it drops what arrives (counted in `local_dropped`) and tries again a
+    /// second later. Reported once per outage; [`Event::Bound`] says when it ends.
+    BindFailed {
+        /// The local topic.
+        topic: String,
+        /// The Zenoh key it imports.
+        key: String,
+        /// Why.
+        reason: String,
+    },
+    /// An import heard a second source on its key: another host exports a topic to the same
+    /// key. Each source's sequence numbers are followed apart (`sources` counts them), and
+    /// their messages interleave on the local topic. Reported once per key.
+    FanIn {
+        /// The local topic.
+        topic: String,
+        /// The Zenoh key.
+        key: String,
+    },
     /// An import refused messages whose contract is not the local topic's (reported once per
     /// remote contract).
     ContractRefused {
@@ -84,7 +105,17 @@ pub enum Event {
         /// The `connect` endpoints.
         endpoints: Vec<String>,
     },
-    /// Something failed that the bridge retries (binding, connecting, putting).
+    /// A stopping bridge did not finish closing its Zenoh session, or an export did not end,
+    /// within [`STOP_BOUND`](crate::Bridge::STOP_BOUND) (a peer that takes nothing, such as a
+    /// stopped process): the bridge returns anyway and the rest finishes in the background, or
+    /// when the process exits.
+    StopIncomplete {
+        /// What was still running.
+        what: String,
+        /// How long the bridge waited for it.
+        waited: Duration,
+    },
+    /// Something failed that the bridge retries (connecting, putting).
     Failed {
         /// The local topic.
         topic: String,
@@ -122,6 +153,16 @@ impl fmt::Display for Event {
                 key,
                 contract,
             } => write!(f, "import {key} -> {topic}: publishing ({contract})"),
+            Event::BindFailed { topic, key, reason } => write!(
+                f,
+                "import {key} -> {topic}: cannot bind the local topic: {reason} (retrying every \
+                 second; messages meanwhile are dropped and counted in local_dropped)"
+            ),
+            Event::FanIn { topic, key } => write!(
+                f,
+                "import {key} -> {topic}: a second source exports to this key; their sequence \
+                 numbers are counted apart and their messages interleave on the local topic"
+            ),
             Event::ContractRefused {
                 topic,
                 key,
@@ -147,6 +188,11 @@ impl fmt::Display for Event {
                 f,
                 "connect {}: a Zenoh peer is connected again",
                 endpoints.join(", ")
+            ),
+            Event::StopIncomplete { what, waited } => write!(
+                f,
+                "stopping: {what} did not end within {} s; left to finish in the background",
+                waited.as_secs_f64()
             ),
             Event::Failed { topic, reason } => write!(f, "{topic}: {reason}"),
         }

@@ -14,6 +14,10 @@
 //! batch: it puts what it gathered as soon as the ring is empty.
 //!
 //! The local publisher may come and go: the exporter connects again, from its newest message.
+//! Every message carries the topic's `source` and the exporter's `epoch` ([`wire`](crate::wire)):
+//! the epoch goes up by one each time the exporter connects after its local publisher went
+//! away, so that the importer counts the new publisher's stream as a reset, whatever its first
+//! sequence number.
 //!
 //! A topic whose publisher declares it imported (a bridge's import: [`Subscriber::imported`])
 //! is never exported: its messages came from Zenoh, and putting them back could send them
@@ -36,8 +40,9 @@ use zenoh::sample::Locality;
 use crate::config::{Reliability, TopicConfig};
 use crate::endpoint::clean;
 use crate::event::{Event, Sink};
+use crate::source;
 use crate::stats::Counters;
-use crate::wire::{Batch, Encoder, WireContract};
+use crate::wire::{Batch, Encoder, Sender, WireContract};
 
 /// How long one receive waits before the exporter looks at its stop flag again.
 const POLL: Duration = Duration::from_millis(50);
@@ -45,6 +50,16 @@ const POLL: Duration = Duration::from_millis(50);
 const CONNECT: Duration = Duration::from_millis(200);
 /// How long after refusing an imported topic the exporter looks at it again.
 const REFUSED_RETRY: Duration = Duration::from_secs(1);
+
+/// Why [`Export::pump`] returned.
+enum Ended {
+    /// The local publisher went away: the next one is a new stream.
+    Gone,
+    /// Receiving failed: connect again.
+    Failed,
+    /// The bridge stops.
+    Stopped,
+}
 
 /// One exported topic, ready to run.
 pub(crate) struct Export {
@@ -79,6 +94,7 @@ impl Export {
                     clean(&e.to_string())
                 )
             })?;
+        let source = source::of(&self.topic.topic, self.directory.as_deref());
         let matched = Arc::new(AtomicBool::new(false));
         let flag = matched.clone();
         let listener = publisher
@@ -96,7 +112,7 @@ impl Export {
             .name(format!("export-{}", self.topic.topic))
             .spawn(move || {
                 let _listener = listener;
-                self.run(&publisher, &matched);
+                self.run(&publisher, &matched, source);
             })
             .map_err(|e| format!("starting the export thread: {e}"))
     }
@@ -117,9 +133,17 @@ impl Export {
         }
     }
 
-    fn run(&self, publisher: &zenoh::pubsub::Publisher<'static>, matched: &AtomicBool) {
+    fn run(
+        &self,
+        publisher: &zenoh::pubsub::Publisher<'static>,
+        matched: &AtomicBool,
+        source: u64,
+    ) {
         let reliable = self.topic.reliability == Reliability::Reliable;
         let mut connections = 0u64;
+        // Goes up when the local publisher went away: the next one is a new stream. (After a
+        // failed receive the exporter connects again to what is most likely the same one.)
+        let mut epoch = 0u32;
         let mut reported_failure = false;
         let mut reported_loop = false;
         while !self.stopped() {
@@ -171,7 +195,12 @@ impl Export {
                 message: sub.contract().message.clone(),
                 max_message: sub.contract().max_message,
             };
-            let Some(encoder) = Encoder::new(self.origin, &contract) else {
+            let sender = Sender {
+                origin: self.origin,
+                source,
+                epoch,
+            };
+            let Some(encoder) = Encoder::new(sender, &contract) else {
                 self.event(Event::Failed {
                     topic: self.topic.topic.clone(),
                     reason: format!("{contract} cannot travel (a name over 255 bytes?)"),
@@ -183,23 +212,27 @@ impl Export {
                 key: self.key.clone(),
                 contract: contract.to_string(),
             });
-            if self.pump(&mut sub, &encoder, publisher, matched) {
-                self.event(Event::PublisherGone {
-                    topic: self.topic.topic.clone(),
-                });
+            match self.pump(&mut sub, &encoder, publisher, matched) {
+                Ended::Gone => {
+                    epoch = epoch.wrapping_add(1);
+                    self.event(Event::PublisherGone {
+                        topic: self.topic.topic.clone(),
+                    });
+                }
+                Ended::Failed | Ended::Stopped => {}
             }
         }
     }
 
-    /// Bridges messages until the local publisher goes away (returns `true`) or the bridge
-    /// stops (`false`).
+    /// Bridges messages until the local publisher goes away, receiving fails or the bridge
+    /// stops.
     fn pump(
         &self,
         sub: &mut Subscriber,
         encoder: &Encoder,
         publisher: &zenoh::pubsub::Publisher<'static>,
         matched: &AtomicBool,
-    ) -> bool {
+    ) -> Ended {
         let reliable = self.topic.reliability == Reliability::Reliable;
         let mut batch = Batch::default();
         while !self.stopped() {
@@ -238,7 +271,7 @@ impl Export {
                 }
                 Err(RecvError::Disconnected) => {
                     self.put(publisher, &mut batch);
-                    return true;
+                    return Ended::Gone;
                 }
                 Err(e) => {
                     self.put(publisher, &mut batch);
@@ -246,11 +279,11 @@ impl Export {
                         topic: self.topic.topic.clone(),
                         reason: format!("receiving: {e} (connecting again)"),
                     });
-                    return true;
+                    return Ended::Failed;
                 }
             }
         }
-        false
+        Ended::Stopped
     }
 
     /// Puts what `batch` holds, if anything.

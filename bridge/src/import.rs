@@ -7,11 +7,14 @@
 //!   counted in `refused` and reported once per remote contract ([`Event::ContractRefused`]).
 //! * The local topic is declared imported ([`PublisherBuilder::imported`](shmcast::PublisherBuilder::imported)),
 //!   so that no bridge exports it again (`export`).
-//! * Sequence numbers are followed per key: a jump from `n` to `n + 1 + k` counts
+//! * Sequence numbers are followed per source (`follow`: the exporting host's topic, so two
+//!   hosts exporting to one key are counted apart): a jump from `n` to `n + 1 + k` counts
 //!   `k` in `gaps` (and one `gap_event`), and tells the local publisher
 //!   ([`Publisher::note_upstream_lost`]), whose introspection (`shmcast stat`) then shows the
-//!   same count; a step backwards is a restarted remote publisher, counted in `resets`, and
-//!   counting starts again there.
+//!   same count; a new stream of the remote publisher (a new epoch, or a step backwards) is
+//!   counted in `resets`, and counting starts again there. Each source is counted in
+//!   `sources`, and the first time a key hears a second one it is reported
+//!   ([`Event::FanIn`]): their messages interleave on the local topic.
 //! * **Reliable**: a full local ring makes the callback wait (the local publisher's blocking
 //!   loan, bounded by its stall bound), which holds Zenoh's reception and so, through TCP, the
 //!   exporter's blocking put. **Lossy**: a full ring drops the message, counted in
@@ -19,9 +22,12 @@
 //!   local subscriber stopped for the stall bound is demoted by these tries as by a wait).
 //! * A configured `capacity` that cannot hold two of the remote's largest messages refuses
 //!   that contract (`refused`, [`Event::ContractRefused`] once); any other failure to bind the
-//!   local topic drops the message (`local_dropped`) and is retried.
+//!   local topic drops the messages (`local_dropped`) and is retried a second later, reported
+//!   once per outage ([`Event::BindFailed`]) and followed by [`Event::Bound`] when it
+//!   succeeds. What was dropped meanwhile is told to the local publisher as lost upstream as
+//!   soon as it is bound, so its `upstream_lost` is always `gaps` plus `local_dropped`.
 //! * A batch ([`wire`](crate::wire)) is published as the messages it carries, in order, each
-//!   counted as if it had come alone.
+//!   counted as if it had come alone: refused, dropped and published alike.
 //! * A payload that is not a bridge message, or is larger than the topic's maximum, is counted
 //!   in `malformed` and skipped.
 //!
@@ -42,8 +48,9 @@ use zenoh::sample::Locality;
 use crate::config::{Reliability, TopicConfig};
 use crate::endpoint::clean;
 use crate::event::{Event, Sink};
+use crate::follow::{Step, Streams};
 use crate::stats::Counters;
-use crate::wire::{self, MAX_HEADER, WireContract};
+use crate::wire::{self, MAX_HEADER, Sender, WireContract, WireError};
 
 /// How long after a failed bind the importer tries again.
 const BIND_RETRY: Duration = Duration::from_secs(1);
@@ -64,14 +71,19 @@ struct State {
     publisher: Option<Publisher>,
     /// The encoded contract of `publisher`.
     local: Vec<u8>,
-    /// The next sequence number expected. One key carries one topic, whichever bridge
-    /// exports it: a restarted exporter continues the local publisher's sequence, so what it
-    /// missed while it was down is a gap.
-    expected: Option<u64>,
+    /// The sequence numbers of each source.
+    streams: Streams,
+    /// Whether a second source was reported.
+    fan_in_reported: bool,
     /// Remote contracts already reported as refused.
     refused: Vec<Vec<u8>>,
     malformed_reported: bool,
     bind_failed_at: Option<Instant>,
+    /// Whether the current failure to bind was reported.
+    bind_failure_reported: bool,
+    /// Messages dropped while the local topic was not bound, to be noted as lost upstream
+    /// once it is.
+    unnoted: u64,
 }
 
 impl Import {
@@ -83,10 +95,13 @@ impl Import {
             import: self,
             publisher: None,
             local: Vec::new(),
-            expected: None,
+            streams: Streams::default(),
+            fan_in_reported: false,
             refused: Vec::new(),
             malformed_reported: false,
             bind_failed_at: None,
+            bind_failure_reported: false,
+            unnoted: 0,
         };
         if let (Some(message), Some(max)) =
             (&state.import.topic.message, state.import.topic.max_message)
@@ -121,6 +136,8 @@ impl Import {
 enum BindFailure {
     /// The configured capacity cannot hold two of the remote's largest messages.
     TooSmall { capacity: u64, limit: u64 },
+    /// The remote contract is none a publisher may declare (a bad name or alignment).
+    Invalid(String),
     /// Anything else (the topic in use, the directory): worth another try later.
     Other(String),
 }
@@ -132,7 +149,7 @@ impl std::fmt::Display for BindFailure {
                 f,
                 "a {capacity}-byte ring holds messages up to {limit} bytes, fewer than the topic's"
             ),
-            BindFailure::Other(e) => f.write_str(e),
+            BindFailure::Invalid(e) | BindFailure::Other(e) => f.write_str(e),
         }
     }
 }
@@ -163,10 +180,17 @@ impl State {
             BindError::Config(ConfigError::MaxPayload { limit, .. }) if t.capacity.is_some() => {
                 BindFailure::TooSmall { capacity, limit }
             }
+            BindError::Contract(e) => BindFailure::Invalid(e.to_string()),
             e => BindFailure::Other(e.to_string()),
         })?;
+        // Lost before there was a topic to note them on: its subscribers never saw them.
+        if self.unnoted > 0 {
+            publisher.note_upstream_lost(std::mem::take(&mut self.unnoted));
+        }
         self.publisher = Some(publisher);
         self.local = encoded;
+        self.bind_failed_at = None;
+        self.bind_failure_reported = false;
         self.event(Event::Bound {
             topic: t.topic.clone(),
             key: self.import.key.clone(),
@@ -203,28 +227,40 @@ impl State {
             }
             Err(e) => return self.malformed(e.to_string()),
         };
-        if header.origin == self.import.origin {
+        if header.sender.origin == self.import.origin {
             return;
         }
-        if self.publisher.is_none() && !self.adopt(header.contract) {
-            return;
-        }
-        if header.contract != self.local.as_slice() {
-            return self.refuse(header.contract.to_vec());
+        let owned;
+        let body: &[u8] = if !header.batch || whole || payload.slices().nth(1).is_none() {
+            rest_of_first
+        } else {
+            owned = payload.to_bytes();
+            &owned[header.len..]
+        };
+        if self.publisher.is_none() || header.contract != self.local.as_slice() {
+            // Refused or dropped: counted per message, as the batch would have been delivered.
+            let (n, bad) = if header.batch {
+                count_records(body)
+            } else {
+                (1, None)
+            };
+            let taken = n > 0
+                && (self.publisher.is_some() || self.adopt(header.contract, n))
+                && (header.contract == self.local.as_slice()
+                    || self.refuse(header.contract.to_vec(), n));
+            if !taken {
+                if let Some((i, e)) = bad {
+                    self.malformed(format!("batch record {i}: {e}"));
+                }
+                return;
+            }
         }
         if header.batch {
-            let owned;
-            let body: &[u8] = if whole || payload.slices().nth(1).is_none() {
-                rest_of_first
-            } else {
-                owned = payload.to_bytes();
-                &owned[header.len..]
-            };
             for (i, record) in wire::records(body).enumerate() {
                 match record {
                     Ok(r) => {
                         let seq = header.seq.wrapping_add(i as u64);
-                        self.deliver(seq, r.len(), r, std::iter::empty(), true);
+                        self.deliver(header.sender, seq, r.len(), r, std::iter::empty(), true);
                     }
                     Err(e) => {
                         self.malformed(format!("batch record {i}: {e}"));
@@ -235,19 +271,21 @@ impl State {
             return;
         }
         let len = payload.len() - header.len;
-        self.deliver(header.seq, len, rest_of_first, slices, whole);
+        self.deliver(header.sender, header.seq, len, rest_of_first, slices, whole);
     }
 
-    /// Publishes message `seq` of `len` bytes: `first`, then `slices` unless `whole`.
+    /// Publishes message `seq` of `len` bytes from `sender`: `first`, then `slices` unless
+    /// `whole`.
     fn deliver<'a>(
         &mut self,
+        sender: Sender,
         seq: u64,
         len: usize,
         first: &[u8],
         slices: impl Iterator<Item = &'a [u8]>,
         whole: bool,
     ) {
-        self.count_sequence(seq);
+        self.count_sequence(sender, seq);
         let lossy = self.import.topic.reliability == Reliability::Lossy;
         let Some(publisher) = self.publisher.as_mut() else {
             return;
@@ -269,10 +307,17 @@ impl State {
         c.last_seq.store(seq, Ordering::Relaxed);
     }
 
-    /// Binds the local topic with the first remote contract; `false` if it cannot be.
-    fn adopt(&mut self, encoded: &[u8]) -> bool {
+    /// Drops `n` messages that arrived while the local topic could not be bound.
+    fn drop_unbound(&mut self, n: u64) {
+        Counters::add(&self.import.counters.local_dropped, n);
+        self.unnoted += n;
+    }
+
+    /// Binds the local topic with the first remote contract, for a payload of `n` messages;
+    /// `false` if it cannot be.
+    fn adopt(&mut self, encoded: &[u8], n: u64) -> bool {
         if self.refused.iter().any(|r| r == encoded) {
-            Counters::add(&self.import.counters.refused, 1);
+            Counters::add(&self.import.counters.refused, n);
             return false;
         }
         let remote = match WireContract::decode(encoded) {
@@ -292,14 +337,14 @@ impl State {
                 (None, Some(n)) => format!("messages up to {n} bytes"),
                 (None, None) => "anything".into(),
             };
-            self.refuse_as(encoded.to_vec(), remote, local);
+            self.refuse_as(encoded.to_vec(), remote, local, n);
             return false;
         }
         if self
             .bind_failed_at
             .is_some_and(|at| at.elapsed() < BIND_RETRY)
         {
-            Counters::add(&self.import.counters.local_dropped, 1);
+            self.drop_unbound(n);
             return false;
         }
         match self.bind(&remote) {
@@ -310,35 +355,46 @@ impl State {
                 let local = format!(
                     "messages up to {limit} bytes, what the configured {capacity}-byte ring holds"
                 );
-                self.refuse_as(encoded.to_vec(), remote, local);
+                self.refuse_as(encoded.to_vec(), remote, local, n);
+                false
+            }
+            Err(BindFailure::Invalid(e)) => {
+                let local = format!("only contracts a publisher may declare ({e})");
+                self.refuse_as(encoded.to_vec(), remote, local, n);
                 false
             }
             Err(BindFailure::Other(e)) => {
                 self.bind_failed_at = Some(Instant::now());
-                Counters::add(&self.import.counters.local_dropped, 1);
-                self.event(Event::Failed {
-                    topic: self.import.topic.topic.clone(),
-                    reason: format!("binding the local topic: {e} (retrying)"),
-                });
+                self.drop_unbound(n);
+                if !self.bind_failure_reported {
+                    self.bind_failure_reported = true;
+                    self.event(Event::BindFailed {
+                        topic: self.import.topic.topic.clone(),
+                        key: self.import.key.clone(),
+                        reason: e,
+                    });
+                }
                 false
             }
         }
     }
 
-    fn refuse(&mut self, encoded: Vec<u8>) {
+    /// Refuses `n` messages of the contract `encoded`; always `false` (nothing is taken).
+    fn refuse(&mut self, encoded: Vec<u8>, n: u64) -> bool {
         match WireContract::decode(&encoded) {
             Ok(remote) => {
                 let local = WireContract::decode(&self.local)
                     .map(|c| c.to_string())
                     .unwrap_or_default();
-                self.refuse_as(encoded, remote, local);
+                self.refuse_as(encoded, remote, local, n);
             }
             Err(e) => self.malformed(e.to_string()),
         }
+        false
     }
 
-    fn refuse_as(&mut self, encoded: Vec<u8>, remote: WireContract, local: String) {
-        Counters::add(&self.import.counters.refused, 1);
+    fn refuse_as(&mut self, encoded: Vec<u8>, remote: WireContract, local: String, n: u64) {
+        Counters::add(&self.import.counters.refused, n);
         if !self.refused.contains(&encoded) {
             self.refused.push(encoded);
             self.event(Event::ContractRefused {
@@ -350,20 +406,44 @@ impl State {
         }
     }
 
-    fn count_sequence(&mut self, seq: u64) {
+    fn count_sequence(&mut self, sender: Sender, seq: u64) {
+        let followed = self.streams.follow(sender, seq);
         let c = &self.import.counters;
-        match self.expected.replace(seq.wrapping_add(1)) {
-            Some(e) if seq > e => {
-                Counters::add(&c.gaps, seq - e);
+        if followed.new_source {
+            Counters::add(&c.sources, 1);
+            if self.streams.len() > 1 && !self.fan_in_reported {
+                self.fan_in_reported = true;
+                self.event(Event::FanIn {
+                    topic: self.import.topic.topic.clone(),
+                    key: self.import.key.clone(),
+                });
+            }
+        }
+        match followed.step {
+            Step::InOrder => {}
+            Step::Gap(k) => {
+                Counters::add(&c.gaps, k);
                 Counters::add(&c.gap_events, 1);
                 if let Some(p) = &self.publisher {
-                    p.note_upstream_lost(seq - e);
+                    p.note_upstream_lost(k);
                 }
             }
-            Some(e) if seq < e => Counters::add(&c.resets, 1),
-            _ => {}
+            Step::Reset => Counters::add(&c.resets, 1),
         }
     }
+}
+
+/// The records of a batch that decode, and where the first that does not is (its index and
+/// why).
+fn count_records(body: &[u8]) -> (u64, Option<(usize, WireError)>) {
+    let mut n = 0;
+    for (i, record) in wire::records(body).enumerate() {
+        match record {
+            Ok(_) => n += 1,
+            Err(e) => return (n, Some((i, e))),
+        }
+    }
+    (n, None)
 }
 
 /// Copies one payload (`first`, then the rest of `slices` unless `whole` says `first` holds

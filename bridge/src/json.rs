@@ -1,11 +1,14 @@
 //! A [`BridgeConfig`] read from JSON ([`BridgeConfig::from_json`]): the file's own field names
 //! in every error (`max_message`, not the command line's `max-message=`), and for a field that
-//! does not exist, the fields that do and the closest one.
+//! does not exist, the fields that do and the closest one. A field given twice in one object
+//! is an error too (JSON parsers keep the last one, silently: a second `topics` list would
+//! replace the first).
 
 use serde_json::{Map, Value};
 
 use crate::config::{BridgeConfig, ConfigError, Direction, Reliability, SessionMode, TopicConfig};
 use crate::endpoint::check_endpoint;
+use crate::spec::Given;
 
 /// The fields of the configuration object.
 const FIELDS: &[&str] = &[
@@ -36,12 +39,32 @@ impl BridgeConfig {
     /// `"client"`), `listen` and `connect` (arrays of endpoints, checked as
     /// [`check_endpoint`] says), `scouting` (boolean), `prefix` (not empty), `directory`, and
     /// `topics`, an array of objects with `topic`, `direction` (`"export"` or `"import"`) and
-    /// optionally `reliability` (`"reliable"` or `"lossy"`), `key`, `bytes` (any value),
+    /// optionally `reliability` (`"reliable"` or `"lossy"`), `key`, `bytes` (`true`),
     /// `schema` (`"NAME@VERSION"`), `pod` (`"NAME:SIZE:ALIGN"`), `max_message` and `capacity`
-    /// (numbers of bytes), as the options of [`TopicConfig::parse_spec`]. Errors name the
+    /// (numbers of bytes), as the options of [`TopicConfig::parse_spec`] (at most one of
+    /// `bytes`, `schema` and `pod`). No field may appear twice in one object. Errors name the
     /// file's fields (`topics[1].max_message: ...`).
+    ///
+    /// ```
+    /// use shmcast_zenoh::BridgeConfig;
+    ///
+    /// let c = BridgeConfig::from_json(r#"{"topics": [{"topic": "t", "direction": "export"}]}"#)?;
+    /// assert_eq!(c.topics.len(), 1);
+    /// let twice = r#"{"topics": [{"topic": "a", "direction": "export"}], "topics": []}"#;
+    /// assert_eq!(
+    ///     BridgeConfig::from_json(twice).unwrap_err().to_string(),
+    ///     "topics: given twice (the second would replace the first)"
+    /// );
+    /// # Ok::<(), shmcast_zenoh::ConfigError>(())
+    /// ```
     pub fn from_json(text: &str) -> Result<BridgeConfig, ConfigError> {
         let v: Value = serde_json::from_str(text).map_err(|e| ConfigError::Json(e.to_string()))?;
+        if let Some(path) = repeated_field(text) {
+            return Err(ConfigError::field_owned(
+                &path,
+                "given twice (the second would replace the first)",
+            ));
+        }
         let obj = v
             .as_object()
             .ok_or_else(|| ConfigError::field("configuration", "a JSON object"))?;
@@ -95,9 +118,12 @@ impl BridgeConfig {
 
 /// One element of `topics`.
 fn topic(v: &Value) -> Result<TopicConfig, ConfigError> {
-    let obj: &Map<String, Value> = v
-        .as_object()
-        .ok_or_else(|| ConfigError::field("topics[]", "each topic is an object"))?;
+    let obj: &Map<String, Value> = v.as_object().ok_or_else(|| {
+        ConfigError::field(
+            "",
+            "not an object: each topic is one, such as {\"topic\": \"ticks\", \"direction\": \"export\"}",
+        )
+    })?;
     for name in obj.keys() {
         if !TOPIC_FIELDS.contains(&name.as_str()) {
             return Err(unknown(name, "a topic's fields", TOPIC_FIELDS));
@@ -113,16 +139,29 @@ fn topic(v: &Value) -> Result<TopicConfig, ConfigError> {
         _ => return Err(ConfigError::field("direction", "\"export\" or \"import\"")),
     };
     let mut t = TopicConfig::new(topic, direction);
+    let mut given = Given::default();
     for (name, value) in obj {
-        let text = match value {
-            Value::String(s) => s.clone(),
-            Value::Number(n) => n.to_string(),
-            _ if name == "bytes" => String::new(),
+        let text = match (name.as_str(), value) {
+            ("bytes", Value::Bool(true)) => None,
+            ("bytes", Value::Bool(false)) => {
+                return Err(ConfigError::field(
+                    "bytes",
+                    "false declares nothing: leave the field out (true declares plain bytes)",
+                ));
+            }
+            ("bytes", _) => {
+                return Err(ConfigError::field(
+                    "bytes",
+                    "true (the local topic declares plain bytes), or leave it out",
+                ));
+            }
+            (_, Value::String(s)) => Some(s.clone()),
+            (_, Value::Number(n)) => Some(n.to_string()),
             _ => return Err(ConfigError::field_owned(name, "a string or a number")),
         };
         match name.as_str() {
             "topic" | "direction" => {}
-            "reliability" => match text.as_str() {
+            "reliability" => match text.as_deref().unwrap_or_default() {
                 "reliable" => t.reliability = Reliability::Reliable,
                 "lossy" => t.reliability = Reliability::Lossy,
                 _ => {
@@ -134,19 +173,115 @@ fn topic(v: &Value) -> Result<TopicConfig, ConfigError> {
             },
             // The command line's option names, reported under the file's.
             _ => t
-                .set(&name.replace('_', "-"), &text)
-                .map_err(|e| e.renamed(name))?,
+                .set(&name.replace('_', "-"), text.as_deref(), &mut given)
+                .map_err(|e| file_fields(e, name))?,
         }
     }
-    t.check().map_err(|e| match e {
-        // The command line's option names, as the file spells them.
+    t.check().map_err(|e| file_fields(e, ""))?;
+    Ok(t)
+}
+
+/// An error about a topic's option in the file's terms: field `name` (the one being read, if
+/// any), `max_message` for `max-message`, and the other field of a pair that excludes each
+/// other as the file spells it.
+fn file_fields(e: ConfigError, name: &str) -> ConfigError {
+    match e {
         ConfigError::Field { field, expected } => ConfigError::Field {
-            field: field.replace('-', "_"),
-            expected,
+            field: if name.is_empty() {
+                field.replace('-', "_")
+            } else {
+                name.to_owned()
+            },
+            expected: expected.replace("max-message", "max_message"),
         },
         e => e,
-    })?;
-    Ok(t)
+    }
+}
+
+/// The first field that appears twice in one object of `text` (valid JSON), as a path:
+/// `topics`, `topics[1].key`.
+fn repeated_field(text: &str) -> Option<String> {
+    enum Frame {
+        Object {
+            keys: Vec<String>,
+            expect_key: bool,
+            at: String,
+        },
+        Array {
+            index: usize,
+            at: String,
+        },
+    }
+    /// The path of what starts next inside `frames`.
+    fn here(frames: &[Frame]) -> String {
+        match frames.last() {
+            Some(Frame::Object { keys, at, .. }) => match keys.last() {
+                Some(k) if at.is_empty() => k.clone(),
+                Some(k) => format!("{at}.{k}"),
+                None => at.clone(),
+            },
+            Some(Frame::Array { index, at }) => format!("{at}[{index}]"),
+            None => String::new(),
+        }
+    }
+    let mut frames: Vec<Frame> = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'{' => {
+                let at = here(&frames);
+                frames.push(Frame::Object {
+                    keys: Vec::new(),
+                    expect_key: true,
+                    at,
+                });
+            }
+            b'[' => {
+                let at = here(&frames);
+                frames.push(Frame::Array { index: 0, at });
+            }
+            b'}' | b']' => {
+                frames.pop();
+            }
+            b',' => match frames.last_mut() {
+                Some(Frame::Object { expect_key, .. }) => *expect_key = true,
+                Some(Frame::Array { index, .. }) => *index += 1,
+                None => {}
+            },
+            b':' => {
+                if let Some(Frame::Object { expect_key, .. }) = frames.last_mut() {
+                    *expect_key = false;
+                }
+            }
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                if let Some(Frame::Object {
+                    keys,
+                    expect_key: true,
+                    at,
+                }) = frames.last_mut()
+                {
+                    let key: String = serde_json::from_str(&text[start..=i]).ok()?;
+                    if keys.contains(&key) {
+                        return Some(if at.is_empty() {
+                            key
+                        } else {
+                            format!("{at}.{key}")
+                        });
+                    }
+                    keys.push(key);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 fn endpoints(v: &Value, field: &'static str) -> Result<Vec<String>, ConfigError> {
@@ -154,11 +289,17 @@ fn endpoints(v: &Value, field: &'static str) -> Result<Vec<String>, ConfigError>
         .as_array()
         .and_then(|a| a.iter().map(|s| s.as_str().map(str::to_owned)).collect())
         .ok_or_else(|| ConfigError::field(field, "an array of endpoint strings"))?;
-    for e in &list {
+    for (i, e) in list.iter().enumerate() {
         check_endpoint(e).map_err(|why| ConfigError::Field {
             field: field.to_owned(),
             expected: format!("{e:?}: {why}"),
         })?;
+        if field == "listen" && list[..i].contains(e) {
+            return Err(ConfigError::Field {
+                field: field.to_owned(),
+                expected: format!("{e:?} is given twice: one endpoint is listened on once"),
+            });
+        }
     }
     Ok(list)
 }
@@ -248,6 +389,69 @@ mod tests {
         );
         let e = err(r#"{"prefix": ""}"#);
         assert!(e.starts_with("prefix: must not be empty"), "{e}");
+    }
+
+    #[test]
+    fn what_a_parser_would_drop_or_ignore_is_an_error() {
+        let err = |text: &str| BridgeConfig::from_json(text).unwrap_err().to_string();
+        let e = err(r#"{"topics": [{"topic": "a", "direction": "export"}], "topics": []}"#);
+        assert_eq!(
+            e,
+            "topics: given twice (the second would replace the first)"
+        );
+        let e = err(r#"{"topics": [{"topic": "a", "direction": "export"},
+                           {"topic": "b", "direction": "import", "key": "x", "key": "y"}]}"#);
+        assert!(e.starts_with("topics[1].key: given twice"), "{e}");
+        // Escapes and nesting do not confuse the search; the same name in two objects is fine.
+        BridgeConfig::from_json(
+            r#"{"prefix": "a\"b{[", "topics": [{"topic": "a", "direction": "export"},
+                                                {"topic": "b", "direction": "export"}]}"#,
+        )
+        .unwrap();
+        BridgeConfig::from_json(
+            r#"{"topics": [{"topic": "a", "direction": "export", "key": "k/\"x"},
+                           {"topic": "b", "direction": "export"}]}"#,
+        )
+        .unwrap();
+        let e = err(r#"{"topics": [{"topic": "a", "direction": "import", "bytes": false}]}"#);
+        assert!(
+            e.starts_with("topics[0].bytes: false declares nothing"),
+            "{e}"
+        );
+        let e = err(r#"{"topics": [{"topic": "a", "direction": "import", "bytes": ""}]}"#);
+        assert!(e.starts_with("topics[0].bytes: true"), "{e}");
+        let c = BridgeConfig::from_json(
+            r#"{"topics": [{"topic": "a", "direction": "import", "bytes": true}]}"#,
+        )
+        .unwrap();
+        assert_eq!(c.topics[0].message, Some(shmcast::MessageType::Bytes));
+        let e = err(
+            r#"{"topics": [{"topic": "a", "direction": "import", "schema": "s@1", "pod": "T:8:8"}]}"#,
+        );
+        assert!(
+            e.starts_with("topics[0].pod: schema is given too")
+                || e.starts_with("topics[0].schema: pod is given too"),
+            "{e}"
+        );
+        let e = err(r#"{"topics": ["ticks"]}"#);
+        assert!(e.starts_with("topics[0]: not an object"), "{e}");
+        let e = err(r#"{"topics": [{"topic": "a", "direction": "export", "schema": "s@1"}]}"#);
+        assert!(
+            e.starts_with("topics[0].schema: only an import declares"),
+            "{e}"
+        );
+        let e = err(r#"{"topics": [{"topic": "a", "direction": "export", "max_message": 64}]}"#);
+        assert!(
+            e.starts_with("topics[0].max_message: only an import"),
+            "{e}"
+        );
+        let e = err(r#"{"topics": [{"topic": "a", "direction": "import", "pod": "T:8:3"}]}"#);
+        assert!(e.starts_with("topics[0].pod: pod alignment 3"), "{e}");
+        let e = err(r#"{"listen": ["tcp/127.0.0.1:7447", "tcp/127.0.0.1:7447"]}"#);
+        assert!(
+            e.starts_with("listen: \"tcp/127.0.0.1:7447\" is given twice"),
+            "{e}"
+        );
     }
 
     #[test]

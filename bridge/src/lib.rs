@@ -2,12 +2,13 @@
 //!
 //! A [`Bridge`] exports local topics to Zenoh and imports Zenoh key expressions into local
 //! topics, so that a topic reaches other hosts while local subscribers on each host keep
-//! reading in place with the normal [`shmcast`] API. Every message carries its sequence number
-//! and its topic's contract ([`wire`]): an importer declares the same contract locally, refuses
-//! messages of another, and counts every gap in the sequence ([`TopicStats`]). Per topic the
-//! user chooses [`Reliability::Reliable`] (nothing lost while the path exists; the network's
-//! backpressure reaches the local publisher, bounded by its stall bound) or
-//! [`Reliability::Lossy`] (the network never slows the local publisher; losses are counted).
+//! reading in place with the normal [`shmcast`] API. Every message carries its sequence number,
+//! where it comes from and its topic's contract ([`wire`]): an importer declares the same
+//! contract locally, refuses messages of another, and counts every gap and restart in the
+//! sequence of each exporting host ([`TopicStats`]). Per topic the user chooses
+//! [`Reliability::Reliable`] (nothing lost while the path exists; the network's backpressure
+//! reaches the local publisher, bounded by its stall bound) or [`Reliability::Lossy`] (the
+//! network never slows the local publisher; losses are counted).
 //! Every gap also reaches the local topic's publisher as messages lost upstream
 //! ([`Publisher::note_upstream_lost`](shmcast::Publisher::note_upstream_lost)), so
 //! `shmcast stat` on the importing host shows it next to the topic's own counters.
@@ -36,13 +37,17 @@
 //!
 //! | module | role |
 //! |---|---|
-//! | `config` | [`BridgeConfig`], [`TopicConfig`], their parsing and checks, the loop checks |
+//! | `config` | [`BridgeConfig`], [`TopicConfig`], their checks, the loop checks |
+//! | `spec` | a topic's options: [`TopicConfig::parse_spec`], each once, none against another |
+//! | `contract` | an import's configured contract, checked by the rules of a publisher's |
 //! | `json` | [`BridgeConfig::from_json`]: a configuration file, its errors in its own terms |
 //! | `endpoint` | [`check_endpoint`], and Zenoh's errors without their source locations |
 //! | `session` | the Zenoh session a configuration describes, and the watch on `connect` |
-//! | [`wire`] | the header of a bridged message: origin, sequence number, contract |
+//! | [`wire`] | the header of a bridged message: origin, source, epoch, sequence number, contract |
+//! | `source` | which stream of sequence numbers an exported topic is: its host and path, hashed |
 //! | `export` | local subscriber → Zenoh publisher, one thread per topic; refuses imported topics |
 //! | `import` | Zenoh subscriber → local publisher, declared imported; counts gaps |
+//! | `follow` | the sequence numbers of each source an import hears: gaps, resets, fan-in |
 //! | `stats` | per-topic counters, [`TopicStats`] |
 //! | `event` | what a bridge reports, [`Event`] |
 //! | `bridge` | [`Bridge`], its builder, [`BridgeError`] |
@@ -51,12 +56,16 @@
 
 mod bridge;
 mod config;
+mod contract;
 mod endpoint;
 mod event;
 mod export;
+mod follow;
 mod import;
 mod json;
 mod session;
+mod source;
+mod spec;
 mod stats;
 pub mod wire;
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use zenoh::Wait;
 
 use crate::config::{BridgeConfig, SessionMode};
-use crate::endpoint::clean;
+use crate::endpoint::{clean, unresolvable};
 use crate::event::{Event, Sink};
 
 /// How long the session may have no peer before the watch reports its endpoints unreachable:
@@ -28,6 +28,13 @@ const TICK: Duration = Duration::from_millis(100);
 
 /// Opens the session `config` describes (already validated: its endpoints are well formed).
 pub(crate) fn open(config: &BridgeConfig) -> Result<zenoh::Session, String> {
+    // A `connect` endpoint that does not resolve is retried like one that does not answer (and
+    // reported by the watch); a `listen` endpoint that does not resolve ends the start, named.
+    for endpoint in &config.listen {
+        if let Some(why) = unresolvable(endpoint) {
+            return Err(format!("cannot listen on {endpoint}: {why}"));
+        }
+    }
     let mut z = zenoh::Config::default();
     let json = |v: &[String]| serde_json::to_string(v).unwrap_or_else(|_| "[]".into());
     let scouting = if config.scouting { "true" } else { "false" };

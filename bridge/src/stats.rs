@@ -14,6 +14,7 @@ pub(crate) struct Counters {
     pub gaps: AtomicU64,
     pub gap_events: AtomicU64,
     pub resets: AtomicU64,
+    pub sources: AtomicU64,
     pub malformed: AtomicU64,
     pub refused: AtomicU64,
     pub local_lagged: AtomicU64,
@@ -52,9 +53,14 @@ pub struct TopicStats {
     pub gaps: u64,
     /// Import: how many jumps there were.
     pub gap_events: u64,
-    /// Import: times the remote sequence went backwards (its publisher restarted); counting
-    /// starts over there.
+    /// Import: times a remote stream started again (its publisher restarted: the exporter
+    /// says so, or the sequence went backwards); counting starts over there.
     pub resets: u64,
+    /// Import: the sources heard, each a stream of sequence numbers: the exported topic of one
+    /// host, whichever exporter reads it (and whether it restarted). More than 1 means several
+    /// hosts export to this key ([`Event::FanIn`](crate::Event::FanIn)): each is followed
+    /// apart, and their messages interleave on the local topic.
+    pub sources: u64,
     /// Import: Zenoh payloads that were not bridge messages, or too large for the topic:
     /// counted and skipped.
     pub malformed: u64,
@@ -65,8 +71,9 @@ pub struct TopicStats {
     pub refused: u64,
     /// Export: messages the lossy local subscriber missed (the local publisher overran it).
     pub local_lagged: u64,
-    /// Import: messages dropped because the local ring was full (lossy; the local topic counts
-    /// them as lost upstream too), or while the local topic could not be bound (retried).
+    /// Import: messages dropped because the local ring was full (lossy), or while the local
+    /// topic could not be bound (retried). The local topic counts them as lost upstream too:
+    /// at once, or, for those dropped before it was bound, when it is.
     pub local_dropped: u64,
     /// Export: times the reliable local subscriber was demoted for stalling the publisher.
     pub demotions: u64,
@@ -94,6 +101,7 @@ impl TopicStats {
             gaps: c.gaps.load(Relaxed),
             gap_events: c.gap_events.load(Relaxed),
             resets: c.resets.load(Relaxed),
+            sources: c.sources.load(Relaxed),
             malformed: c.malformed.load(Relaxed),
             refused: c.refused.load(Relaxed),
             local_lagged: c.local_lagged.load(Relaxed),
@@ -116,6 +124,7 @@ impl TopicStats {
             "gaps": self.gaps,
             "gap_events": self.gap_events,
             "resets": self.resets,
+            "sources": self.sources,
             "malformed": self.malformed,
             "refused": self.refused,
             "local_lagged": self.local_lagged,

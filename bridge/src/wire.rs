@@ -1,42 +1,60 @@
 //! The bytes of one bridged message on Zenoh: a small header, then the payload as published.
 //!
-//! Every message carries its own sequence number and the topic's whole contract, so an importer
-//! that joins late, restarts or hears several exporters needs nothing but the message itself:
-//! no side channel, no state to lose. The contract costs 14 bytes plus the type or schema name.
+//! Every message carries where it comes from, its sequence number and the topic's whole
+//! contract, so an importer that joins late, restarts or hears several exporters needs nothing
+//! but the message itself: no side channel, no state to lose. The contract costs 14 bytes plus
+//! the type or schema name.
 //!
 //! # Layout (little-endian)
 //!
 //! ```text
 //! 0      2  magic b"SZ"
-//! 2      1  version (1)
+//! 2      1  version (2)
 //! 3      1  flags: 0, or BATCH (1); others refused
-//! 4      8  origin: the exporting bridge's random id
-//! 12     8  seq: the local topic's sequence number of the message
-//! 20     2  c: length of the contract that follows
-//! 22     c  contract: kind u8 (0 bytes, 1 schema, 2 pod), max_message u32,
+//! 4      8  origin: the exporting bridge's random id (a new one each time a bridge starts)
+//! 12     8  source: the exported topic's place, the same for every exporter of that topic on
+//!           that host (its host and topic path, hashed): one per stream of sequence numbers
+//! 20     4  epoch: how many times this exporter (origin) connected to a new local publisher of
+//!           the topic before this message's (0 for its first)
+//! 24     8  seq: the local topic's sequence number of the message
+//! 32     2  c: length of the contract that follows
+//! 34     c  contract: kind u8 (0 bytes, 1 schema, 2 pod), max_message u32,
 //!           a u32 (schema version or pod size), b u32 (pod align), name length u8, name
-//! 22 + c    payload; with BATCH, records of (u32 length, payload): messages seq, seq + 1, ...
+//! 34 + c    payload; with BATCH, records of (u32 length, payload): messages seq, seq + 1, ...
 //! ```
+//!
+//! An importer follows the sequence numbers of each `source` apart. Within one `origin`, a new
+//! `epoch` is a new stream of the local publisher (it restarted, and its numbers started
+//! again), whatever the numbers say: a reset, never a gap. A new `origin` for the same `source`
+//! is a restarted exporter reading the same topic, so the numbers go on from where the last one
+//! stopped.
 //!
 //! A batch carries the consecutive messages an exporter found waiting in its ring at once (up
 //! to [`BATCH_BYTES`]): one Zenoh put, routed once, for many small messages. A message that is
 //! alone goes without records.
 //!
 //! Anything that does not decode is a [`WireError`]: the importer counts it and skips the
-//! message.
+//! message. Version 1 (without `source` and `epoch`) is refused like any other version: the
+//! bridges on one key must speak the same version.
 
 use std::fmt;
 
 use shmcast::MessageType;
 
 const MAGIC: [u8; 2] = *b"SZ";
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 /// Bytes before the contract.
-const FIXED: usize = 22;
+const FIXED: usize = 34;
 /// Bytes of a contract before its name.
 const CONTRACT_FIXED: usize = 14;
+/// Offset of the source.
+const SOURCE_AT: usize = 12;
+/// Offset of the epoch.
+const EPOCH_AT: usize = 20;
 /// Offset of the sequence number.
-const SEQ_AT: usize = 12;
+const SEQ_AT: usize = 24;
+/// Offset of the contract's length.
+const CLEN_AT: usize = 32;
 /// The flag of a batch of records.
 const BATCH: u8 = 1;
 /// The most payload and record bytes an exporter puts in one batch.
@@ -76,7 +94,9 @@ impl fmt::Display for WireError {
                 write!(f, "{len} bytes, fewer than the {need} of a bridge header")
             }
             WireError::Magic => f.write_str("not a shmcast bridge message (bad magic)"),
-            WireError::Version(v) => write!(f, "bridge wire version {v}, this bridge speaks 1"),
+            WireError::Version(v) => {
+                write!(f, "bridge wire version {v}, this bridge speaks {VERSION}")
+            }
             WireError::Flags(x) => write!(f, "unknown header flags {x:#04x}"),
             WireError::Contract(why) => write!(f, "malformed contract: {why}"),
         }
@@ -163,24 +183,38 @@ impl WireContract {
     }
 }
 
+/// Where a message comes from (the header's `origin`, `source` and `epoch`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Sender {
+    /// The exporting bridge's random id.
+    pub origin: u64,
+    /// The exported topic's place on its host (see the layout): one stream of sequence
+    /// numbers, whichever exporter reads it.
+    pub source: u64,
+    /// The exporter's count of new local publishers of the topic before this one.
+    pub epoch: u32,
+}
+
 /// What an exporter writes before every payload of one topic, computed once.
 #[derive(Clone, Debug)]
 pub struct Encoder {
-    /// Magic, version, flags and origin.
+    /// Magic, version, flags, origin, source and epoch.
     head: [u8; SEQ_AT],
     /// The contract's length and the contract.
     tail: Vec<u8>,
 }
 
 impl Encoder {
-    /// The encoder of messages from bridge `origin` on a topic of `contract` (`None`: a
-    /// contract this wire version cannot carry).
-    pub fn new(origin: u64, contract: &WireContract) -> Option<Encoder> {
+    /// The encoder of messages from `sender` on a topic of `contract` (`None`: a contract
+    /// this wire version cannot carry).
+    pub fn new(sender: Sender, contract: &WireContract) -> Option<Encoder> {
         let c = contract.encode()?;
         let mut head = [0u8; SEQ_AT];
         head[..2].copy_from_slice(&MAGIC);
         head[2] = VERSION;
-        head[4..12].copy_from_slice(&origin.to_le_bytes());
+        head[4..SOURCE_AT].copy_from_slice(&sender.origin.to_le_bytes());
+        head[SOURCE_AT..EPOCH_AT].copy_from_slice(&sender.source.to_le_bytes());
+        head[EPOCH_AT..SEQ_AT].copy_from_slice(&sender.epoch.to_le_bytes());
         let mut tail = Vec::with_capacity(2 + c.len());
         tail.extend_from_slice(&u16::try_from(c.len()).ok()?.to_le_bytes());
         tail.extend_from_slice(&c);
@@ -189,7 +223,7 @@ impl Encoder {
 
     /// Header bytes before each payload.
     pub fn header_len(&self) -> usize {
-        SEQ_AT + 8 + self.tail.len()
+        CLEN_AT + self.tail.len()
     }
 
     /// Message `seq` carrying `payload`, in one allocation of exactly its size.
@@ -207,8 +241,8 @@ impl Encoder {
 /// so an importer compares bytes rather than building strings per message).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header<'a> {
-    /// The exporting bridge's id.
-    pub origin: u64,
+    /// Where the message comes from.
+    pub sender: Sender,
     /// The message's sequence number on the exporter's local topic.
     pub seq: u64,
     /// The encoded contract ([`WireContract::decode`] reads it).
@@ -236,9 +270,13 @@ pub fn decode(bytes: &[u8]) -> Result<Header<'_>, WireError> {
     if bytes[3] & !BATCH != 0 {
         return Err(WireError::Flags(bytes[3]));
     }
-    let origin = u64::from_le_bytes(bytes[4..12].try_into().expect("8 bytes"));
-    let seq = u64::from_le_bytes(bytes[SEQ_AT..SEQ_AT + 8].try_into().expect("8 bytes"));
-    let clen = usize::from(u16::from_le_bytes([bytes[20], bytes[21]]));
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    let sender = Sender {
+        origin: word(4),
+        source: word(SOURCE_AT),
+        epoch: u32::from_le_bytes(bytes[EPOCH_AT..SEQ_AT].try_into().expect("4 bytes")),
+    };
+    let clen = usize::from(u16::from_le_bytes([bytes[CLEN_AT], bytes[CLEN_AT + 1]]));
     let len = FIXED + clen;
     if bytes.len() < len {
         return Err(WireError::Short {
@@ -247,8 +285,8 @@ pub fn decode(bytes: &[u8]) -> Result<Header<'_>, WireError> {
         });
     }
     Ok(Header {
-        origin,
-        seq,
+        sender,
+        seq: word(SEQ_AT),
         contract: &bytes[FIXED..len],
         len,
         batch: bytes[3] & BATCH != 0,
@@ -370,13 +408,24 @@ mod tests {
         ]
     }
 
+    fn sender(origin: u64) -> Sender {
+        Sender {
+            origin,
+            source: 0x5eed_0000_0000_0001,
+            epoch: 7,
+        }
+    }
+
     #[test]
     fn round_trips() {
         for c in contracts() {
-            let enc = Encoder::new(0xfeed, &c).unwrap();
+            let enc = Encoder::new(sender(0xfeed), &c).unwrap();
             let msg = enc.encode(42, b"hello");
             let h = decode(&msg).unwrap();
-            assert_eq!((h.origin, h.seq, h.len), (0xfeed, 42, enc.header_len()));
+            assert_eq!(
+                (h.sender, h.seq, h.len),
+                (sender(0xfeed), 42, enc.header_len())
+            );
             assert_eq!(&msg[h.len..], b"hello");
             assert_eq!(WireContract::decode(h.contract).unwrap(), c);
         }
@@ -385,7 +434,7 @@ mod tests {
     #[test]
     fn every_truncation_and_bit_flip_is_an_error_or_a_message() {
         let c = &contracts()[1];
-        let msg = Encoder::new(7, c).unwrap().encode(9, b"payload");
+        let msg = Encoder::new(sender(7), c).unwrap().encode(9, b"payload");
         for cut in 0..FIXED + 14 {
             if let Ok(h) = decode(&msg[..cut]) {
                 assert!(WireContract::decode(h.contract).is_err() || h.len <= cut);
@@ -403,7 +452,7 @@ mod tests {
 
     #[test]
     fn batches_carry_consecutive_messages() {
-        let enc = Encoder::new(3, &contracts()[0]).unwrap();
+        let enc = Encoder::new(sender(3), &contracts()[0]).unwrap();
         let mut b = Batch::default();
         b.push(&enc, 10, b"a");
         let (one, last, n, _) = b.take();
@@ -427,13 +476,17 @@ mod tests {
 
     #[test]
     fn foreign_bytes_are_refused() {
-        assert_eq!(decode(b"hello"), Err(WireError::Short { len: 5, need: 22 }));
+        assert_eq!(decode(b"hello"), Err(WireError::Short { len: 5, need: 34 }));
         assert_eq!(decode(&[0u8; 40]), Err(WireError::Magic));
-        let mut m = Encoder::new(1, &contracts()[0]).unwrap().encode(0, b"");
+        let mut m = Encoder::new(sender(1), &contracts()[0])
+            .unwrap()
+            .encode(0, b"");
         m[2] = 9;
         assert_eq!(decode(&m), Err(WireError::Version(9)));
+        // Version 1 carried no source and no epoch: refused, not misread.
         m[2] = 1;
-        m[3] = 1;
+        assert_eq!(decode(&m), Err(WireError::Version(1)));
+        m[2] = VERSION;
         m[3] = 2;
         assert_eq!(decode(&m), Err(WireError::Flags(2)));
     }

@@ -82,7 +82,7 @@ fn reliable_delivers_every_message_in_order_byte_exact() {
     let bridge_b = importer(
         &b,
         port,
-        json!({"topic": "t", "direction": "import", "bytes": "", "max_message": 4096}),
+        json!({"topic": "t", "direction": "import", "bytes": true, "max_message": 4096}),
     );
     let bb = b.clone();
     let subs: Vec<_> = (0..2)
@@ -131,7 +131,7 @@ fn lossy_counts_every_gap_of_an_overloaded_importer() {
     let bridge_b = importer(
         &b,
         port,
-        json!({"topic": "t", "direction": "import", "bytes": "", "max_message": 4096,
+        json!({"topic": "t", "direction": "import", "bytes": true, "max_message": 4096,
                "capacity": 65536}),
     );
     let mut sub = subscriber(&b, "t");
@@ -220,7 +220,7 @@ fn bridges_killed_and_restarted_recover_without_cleanup() {
     let _serial = serial();
     let (a, b) = (host("restart", "a"), host("restart", "b"));
     let port = free_port();
-    let import = json!({"topic": "t", "direction": "import", "bytes": "", "max_message": 4096});
+    let import = json!({"topic": "t", "direction": "import", "bytes": true, "max_message": 4096});
     let mut bridge_b = importer(&b, port, import.clone());
     let mut bridge_a = exporter(&a, port, "t", "reliable");
     let (tx, rx) = std::sync::mpsc::channel::<u64>();
@@ -437,7 +437,7 @@ fn an_import_ring_too_small_for_the_remote_contract_is_refused() {
     let named = importer(
         &b,
         free_port(),
-        json!({"topic": "t", "direction": "import", "bytes": "", "max_message": 4096,
+        json!({"topic": "t", "direction": "import", "bytes": true, "max_message": 4096,
                "capacity": 4096}),
     );
     let line = named.wait_event("error");
@@ -478,7 +478,7 @@ fn a_second_bridge_on_the_host_refuses_to_export_an_imported_topic() {
     let bridge_b = importer(
         &b,
         port,
-        json!({"topic": "t", "direction": "import", "bytes": "", "max_message": 4096}),
+        json!({"topic": "t", "direction": "import", "bytes": true, "max_message": 4096}),
     );
     let mut sub = subscriber(&b, "t");
     // Another bridge process on host B, which would put the imported topic back on Zenoh.
@@ -543,28 +543,16 @@ fn messages_that_are_not_bridge_messages_are_counted_and_skipped() {
     let bridge_b = importer(
         &b,
         port,
-        json!({"topic": "t", "direction": "import", "bytes": "", "max_message": 64}),
+        json!({"topic": "t", "direction": "import", "bytes": true, "max_message": 64}),
     );
     let mut sub = subscriber(&b, "t");
-    let mut config = zenoh::Config::default();
-    for (k, v) in [
-        ("listen/endpoints", format!(r#"["tcp/127.0.0.1:{port}"]"#)),
-        ("scouting/multicast/enabled", "false".into()),
-        ("scouting/gossip/enabled", "false".into()),
-    ] {
-        config.insert_json5(k, &v).unwrap();
-    }
-    let session = zenoh::open(config).wait().unwrap();
-    let publisher = session.declare_publisher("shmcast/t").wait().unwrap();
-    until("host B's subscriber", || {
-        publisher.matching_status().wait().unwrap().matching()
-    });
+    let (_session, publisher) = common::raw_publisher(port, "shmcast/t");
     // Garbage, then a bridge message too large for the topic, then good ones.
     let contract = shmcast_zenoh::wire::WireContract {
         message: shmcast::MessageType::Bytes,
         max_message: 64,
     };
-    let enc = shmcast_zenoh::wire::Encoder::new(1, &contract).unwrap();
+    let enc = shmcast_zenoh::wire::Encoder::new(sender(1, 0), &contract).unwrap();
     publisher
         .put(b"not a bridge message".to_vec())
         .wait()
@@ -586,4 +574,294 @@ fn messages_that_are_not_bridge_messages_are_counted_and_skipped() {
     bridge_b.wait_event("malformed");
     let stats = bridge_b.stop();
     assert_eq!(stats[0]["messages"], 2);
+}
+
+/// What an exporter with bridge id `origin` writes into its header while reading its topic's
+/// `epoch`-th publisher (of one source).
+fn sender(origin: u64, epoch: u32) -> shmcast_zenoh::wire::Sender {
+    shmcast_zenoh::wire::Sender {
+        origin,
+        source: 0x50c4ce,
+        epoch,
+    }
+}
+
+/// The contract of plain bytes up to 4 KiB, and its encoder for `sender`.
+fn encoder(sender: shmcast_zenoh::wire::Sender) -> shmcast_zenoh::wire::Encoder {
+    let contract = shmcast_zenoh::wire::WireContract {
+        message: shmcast::MessageType::Bytes,
+        max_message: 4096,
+    };
+    shmcast_zenoh::wire::Encoder::new(sender, &contract).unwrap()
+}
+
+/// Messages `seqs` of one batch (one Zenoh put) from `enc`.
+fn batch(enc: &shmcast_zenoh::wire::Encoder, seqs: std::ops::Range<u64>) -> Vec<u8> {
+    let mut b = shmcast_zenoh::wire::Batch::default();
+    for seq in seqs {
+        b.push(enc, seq, &message(seq));
+    }
+    b.take().0
+}
+
+/// Two hosts export their own topic `t` to the one key `shmcast/t`; one importer hears both.
+/// Each host's sequence numbers are followed apart: nothing is counted missing or restarted,
+/// and the importer says once that a second source speaks on its key.
+#[test]
+fn two_exporters_on_one_key_are_counted_apart() {
+    let _serial = serial();
+    let (a1, a2, b) = (host("fanin", "a1"), host("fanin", "a2"), host("fanin", "b"));
+    let (p1, p2) = (free_port(), free_port());
+    let bridge_a1 = exporter(&a1, p1, "t", "reliable");
+    let bridge_a2 = exporter(&a2, p2, "t", "reliable");
+    let bridge_b = BridgeProc::start(&json!({
+        "directory": dir(&b),
+        "connect": [format!("tcp/127.0.0.1:{p1}"), format!("tcp/127.0.0.1:{p2}")],
+        "scouting": false,
+        "topics": [{"topic": "t", "direction": "import", "bytes": true, "max_message": 4096}],
+    }));
+    let (mut one, mut two) = (bind(&a1), bind(&a2));
+    one.wait_for_subscribers(1, common::WATCHDOG).unwrap();
+    two.wait_for_subscribers(1, common::WATCHDOG).unwrap();
+    for i in 0..300u64 {
+        one.send(&message(i)).unwrap();
+        if i % 3 == 0 {
+            two.send(&message(1_000_000 + i)).unwrap();
+        }
+    }
+    until("every message on host B", || {
+        bridge_b.topic(0)["messages"].as_u64() == Some(400)
+    });
+    let (stats, events) = bridge_b.stop_with_events();
+    let t = &stats[0];
+    assert_eq!(
+        (&t["gaps"], &t["gap_events"], &t["resets"], &t["sources"]),
+        (&json!(0), &json!(0), &json!(0), &json!(2)),
+        "{t}"
+    );
+    let fan_in: Vec<_> = events
+        .iter()
+        .filter(|l| l.contains("a second source"))
+        .collect();
+    assert_eq!(fan_in.len(), 1, "{events:?}");
+    assert!(
+        fan_in[0].starts_with("import shmcast/t -> t: "),
+        "{events:?}"
+    );
+    drop((bridge_a1, bridge_a2));
+}
+
+/// The publisher on host A restarts and publishes past the number the importer expects next
+/// before the exporter reaches it: a reset, not a gap, and nothing told host B's topic as lost.
+#[test]
+fn a_restarted_publisher_is_a_reset_whatever_its_first_number() {
+    let _serial = serial();
+    let (a, b) = (host("epoch", "a"), host("epoch", "b"));
+    let port = free_port();
+    let bridge_b = importer(
+        &b,
+        port,
+        json!({"topic": "t", "direction": "import", "bytes": true, "max_message": 4096}),
+    );
+    let bridge_a = exporter(&a, port, "t", "reliable");
+    {
+        let mut first = bind(&a);
+        first.wait_for_subscribers(1, common::WATCHDOG).unwrap();
+        for i in 0..50 {
+            first.send(&message(i)).unwrap();
+        }
+        until("the first publisher's messages on host B", || {
+            bridge_b.topic(0)["last_seq"] == 49
+        });
+    }
+    bridge_a.wait_event("the local publisher is gone");
+    let mut second = bind(&a);
+    for i in 0..200 {
+        second.send(&message(i)).unwrap();
+    }
+    second.wait_for_subscribers(1, common::WATCHDOG).unwrap();
+    let mut i = 200;
+    publish_until(
+        &mut second,
+        &mut i,
+        5,
+        "the second publisher on host B",
+        |_| bridge_b.topic(0)["messages"].as_u64() > Some(50),
+    );
+    let t = bridge_b.stop()[0].clone();
+    assert_eq!((&t["resets"], &t["gaps"]), (&json!(1), &json!(0)), "{t}");
+    assert_eq!(t["sources"], 1, "{t}");
+    drop(bridge_a);
+}
+
+/// The same, exactly, with an exporter written by hand: a new epoch from the same exporter is
+/// a reset wherever its numbers start; a restarted exporter (another origin) goes on with its
+/// source's numbers, so what it did not read is a gap.
+#[test]
+fn epochs_and_origins_decide_between_reset_and_gap() {
+    use zenoh::Wait;
+    let _serial = serial();
+    let b = host("epochs", "b");
+    let port = free_port();
+    let bridge_b = importer(
+        &b,
+        port,
+        json!({"topic": "t", "direction": "import", "bytes": true, "max_message": 4096}),
+    );
+    let (_session, publisher) = common::raw_publisher(port, "shmcast/t");
+    publisher
+        .put(batch(&encoder(sender(1, 0)), 0..50))
+        .wait()
+        .unwrap();
+    publisher
+        .put(batch(&encoder(sender(1, 1)), 200..210))
+        .wait()
+        .unwrap();
+    publisher
+        .put(batch(&encoder(sender(2, 0)), 215..220))
+        .wait()
+        .unwrap();
+    until("every message", || {
+        bridge_b.topic(0)["messages"].as_u64() == Some(65)
+    });
+    let t = bridge_b.stop()[0].clone();
+    assert_eq!(
+        (&t["resets"], &t["gaps"], &t["gap_events"]),
+        (&json!(1), &json!(5), &json!(1)),
+        "{t}"
+    );
+}
+
+/// While the importer cannot bind its topic (a program of host B's own publishes it), a batch
+/// of 100 messages is 100 dropped, the failure is reported once with the import's name however
+/// often it is retried, and once bound the topic learns what was dropped as lost upstream; a
+/// batch of another contract is 100 refused.
+#[test]
+fn dropped_and_refused_batches_count_their_messages_and_a_bind_failure_is_said_once() {
+    use zenoh::Wait;
+    let _serial = serial();
+    let b = host("bindretry", "b");
+    let port = free_port();
+    let occupier = bind(&b);
+    let bridge_b = importer(&b, port, json!({"topic": "t", "direction": "import"}));
+    let (_session, publisher) = common::raw_publisher(port, "shmcast/t");
+    let enc = encoder(sender(1, 0));
+    publisher.put(batch(&enc, 0..100)).wait().unwrap();
+    until("100 dropped", || {
+        bridge_b.topic(0)["local_dropped"].as_u64() >= Some(100)
+    });
+    assert_eq!(bridge_b.topic(0)["local_dropped"], 100);
+    // Retried every second: give it three tries.
+    let mut seq = 100;
+    let end = Instant::now() + Duration::from_millis(3200);
+    while Instant::now() < end {
+        publisher
+            .put(enc.encode(seq, &message(seq)))
+            .wait()
+            .unwrap();
+        seq += 1;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    until("every message counted", || {
+        bridge_b.topic(0)["local_dropped"].as_u64() == Some(seq)
+    });
+    let failures: Vec<_> = bridge_b
+        .events()
+        .into_iter()
+        .filter(|l| l.contains("cannot bind"))
+        .collect();
+    assert_eq!(failures.len(), 1, "{:?}", bridge_b.events());
+    assert!(
+        failures[0].starts_with("import shmcast/t -> t: cannot bind the local topic: "),
+        "{failures:?}"
+    );
+    drop(occupier);
+    until("the import's own topic", || {
+        publisher
+            .put(enc.encode(seq, &message(seq)))
+            .wait()
+            .unwrap();
+        seq += 1;
+        std::thread::sleep(Duration::from_millis(20));
+        bridge_b.events().iter().any(|l| l.contains("publishing"))
+    });
+    until("its counters", || {
+        bridge_b.topic(0)["messages"].as_u64() > Some(0)
+    });
+    let t = bridge_b.topic(0);
+    let info = Inspector::new("t").directory(&b).inspect().unwrap();
+    let (gaps, dropped) = (
+        t["gaps"].as_u64().unwrap(),
+        t["local_dropped"].as_u64().unwrap(),
+    );
+    assert_eq!(info.counters.upstream_lost, gaps + dropped, "{t}");
+    assert!(dropped >= 100, "{t}");
+    // Another contract, in one batch of 100.
+    let other = shmcast_zenoh::wire::Encoder::new(
+        sender(1, 0),
+        &shmcast_zenoh::wire::WireContract {
+            message: shmcast::MessageType::schema("app.Other", 1),
+            max_message: 4096,
+        },
+    )
+    .unwrap();
+    publisher.put(batch(&other, seq..seq + 100)).wait().unwrap();
+    until("100 refused", || {
+        bridge_b.topic(0)["refused"].as_u64() >= Some(100)
+    });
+    let t = bridge_b.stop()[0].clone();
+    assert_eq!(t["refused"], 100, "{t}");
+}
+
+/// A bridge whose peer is stopped (SIGSTOP) in the middle of a reliable stream stops within
+/// `Bridge::STOP_BOUND` all the same: what Zenoh cannot close by then is left to the background,
+/// and said.
+#[test]
+fn a_bridge_stops_within_its_bound_when_its_peer_is_frozen() {
+    let _serial = serial();
+    let (a, b) = (host("frozen", "a"), host("frozen", "b"));
+    let port = free_port();
+    let bridge_b = importer(
+        &b,
+        port,
+        json!({"topic": "t", "direction": "import", "bytes": true, "max_message": 4096}),
+    );
+    let bridge_a = exporter(&a, port, "t", "reliable");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopping = stop.clone();
+    let aa = a.clone();
+    let writer = std::thread::spawn(move || {
+        let mut publisher = Publisher::builder("t")
+            .directory(&aa)
+            .max_message(4096)
+            .stall_bound(Some(Duration::from_millis(500)))
+            .bind()
+            .unwrap();
+        publisher.wait_for_subscribers(1, common::WATCHDOG).unwrap();
+        let payload = [7u8; 1000];
+        while !stopping.load(std::sync::atomic::Ordering::Relaxed) {
+            publisher.send(&payload).unwrap();
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    });
+    until("host B's first messages", || {
+        bridge_b.topic(0)["messages"].as_u64() > Some(100)
+    });
+    bridge_b.signal("STOP");
+    // Until the exporter's puts no longer go anywhere: its count stays still.
+    let mut last = None;
+    until("the exporter blocked", || {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = bridge_a.topic(0)["messages"].as_u64();
+        std::mem::replace(&mut last, now) == now
+    });
+    let (_, events) = bridge_a.stop_with_events();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    bridge_b.signal("CONT");
+    assert!(
+        events.iter().any(|l| l.starts_with("stopping: ")),
+        "{events:?}"
+    );
+    drop(bridge_b);
 }

@@ -8,7 +8,8 @@
 //! away ends the bridge quietly.
 //!
 //! Endpoints, topics, options, keys and the prefix are checked before anything starts: a
-//! mistake is a usage error (exit code 2) in one line naming the flag, or the file's field.
+//! mistake is a usage error (exit code 2) in one line naming the flag, or the file's field (and
+//! both topics, as given, for a topic bridged twice or a loop).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -78,12 +79,14 @@ Topic options (comma-separated after the topic name):
   bytes                 import: the local topic declares plain bytes
   max-message=BYTES     import: the local topic's largest message
   capacity=BYTES        import: the local ring's size, a power of two from 64 bytes to 1 TiB
+Each option at most once; reliable and lossy exclude each other, as do schema=, pod= and bytes.
 An import whose contract is not fully given adopts the first remote message's.
 
-Gaps in an import's remote sequence numbers are counted in its `gaps` and shown on this host by
-`shmcast stat TOPIC` as \"lost upstream\". An imported topic is marked imported (`shmcast list`,
-`shmcast stat`), and an export of any bridge refuses it, with one event line, looking again every
-second: exporting what was imported could send messages round a loop.";
+Gaps in an import's remote sequence numbers (each exporting host's apart) are counted in its
+`gaps` and shown on this host by `shmcast stat TOPIC` as \"lost upstream\". An imported topic
+is marked imported (`shmcast list`, `shmcast stat`), and an export of any bridge refuses it, with
+one event line, looking again every second: exporting what was imported could send messages
+round a loop.";
 
 pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     let config = configuration(place, &args)?;
@@ -154,6 +157,7 @@ fn say(line: std::fmt::Arguments<'_>) {
 }
 
 fn configuration(place: &Place, args: &Args) -> Result<BridgeConfig, Failure> {
+    let file = args.config.as_ref().map(|p| p.display().to_string());
     let mut config = match &args.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -174,6 +178,7 @@ fn configuration(place: &Place, args: &Args) -> Result<BridgeConfig, Failure> {
         config.prefix = prefix.clone();
     }
     config.scouting |= args.scouting;
+    let in_file = config.listen.len();
     for (flag_name, given, into) in [
         ("--listen", &args.listen, &mut config.listen),
         ("--connect", &args.connect, &mut config.connect),
@@ -181,18 +186,38 @@ fn configuration(place: &Place, args: &Args) -> Result<BridgeConfig, Failure> {
         for endpoint in given {
             check_endpoint(endpoint)
                 .map_err(|why| Failure::usage(format!("{flag_name} {endpoint}: {why}")))?;
+            let before = into.iter().position(|e| e == endpoint);
+            if let (Some(at), "--listen") = (before, flag_name) {
+                let whose = match &file {
+                    Some(file) if at < in_file => format!("already in {file}'s listen"),
+                    _ => "given twice".to_owned(),
+                };
+                return Err(Failure::usage(format!(
+                    "--listen {endpoint}: {whose}: one endpoint is listened on once"
+                )));
+            }
             into.push(endpoint.clone());
         }
     }
     if config.mode == SessionMode::Client && config.connect.is_empty() && !config.scouting {
-        return Err(Failure::usage(
-            "--mode client: a client joins Zenoh through a router: give --connect ENDPOINT \
-             (or --scouting to find one)",
-        ));
+        return Err(Failure::usage(match (&file, args.mode) {
+            (Some(file), None) => format!(
+                "{file}: mode: \"client\" joins Zenoh through a router: give the router's \
+                 endpoint in connect (or --connect ENDPOINT), or set scouting to true to find one"
+            ),
+            _ => "--mode client: a client joins Zenoh through a router: give --connect \
+                  ENDPOINT (or --scouting to find one)"
+                .to_owned(),
+        }));
     }
     if let Some(dir) = &place.dir {
         config.directory = Some(dir.clone());
     }
+    // How the user named each topic, for the errors that involve two of them.
+    let mut names: Vec<String> = (0..config.topics.len())
+        .map(|i| format!("topics[{i}]"))
+        .collect();
+    let from_file = names.len();
     for (specs, direction) in [
         (&args.export, Direction::Export),
         (&args.import, Direction::Import),
@@ -201,12 +226,32 @@ fn configuration(place: &Place, args: &Args) -> Result<BridgeConfig, Failure> {
             let t = TopicConfig::parse_spec(spec, direction)
                 .map_err(|e| Failure::usage(format!("--{direction} {spec}: {e}")))?;
             config.topics.push(t);
+            names.push(format!("--{direction} {spec}"));
         }
     }
     // Everything else a bridge would refuse when it starts, refused before anything starts.
-    config
-        .validate()
-        .map_err(|e| Failure::usage(format!("bridge: {e}")))?;
+    config.validate().map_err(|e| {
+        Failure::usage(match (e.topics(), &file) {
+            (Some([a, b]), Some(file)) if b < from_file => {
+                format!(
+                    "{file}: {} and {}: {}",
+                    names[a],
+                    names[b],
+                    e.without_topics()
+                )
+            }
+            (Some([a, b]), Some(file)) if a < from_file => {
+                format!(
+                    "{file} {} and {}: {}",
+                    names[a],
+                    names[b],
+                    e.without_topics()
+                )
+            }
+            (Some([a, b]), _) => format!("{} and {}: {}", names[a], names[b], e.without_topics()),
+            (None, _) => format!("bridge: {e}"),
+        })
+    })?;
     Ok(config)
 }
 

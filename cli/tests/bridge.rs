@@ -309,7 +309,7 @@ fn bad_endpoints_modes_and_keys_are_usage_errors_in_one_clean_line() {
         ),
         (
             &["--export", "a,key=/x"],
-            "--export a,key=/x: key \"/x\": Invalid Key Expr",
+            "--export a,key=/x: key \"/x\": not a Zenoh key expression",
         ),
         (&["--mode", "client", "--export", "a"], "--mode client:"),
     ] {
@@ -391,6 +391,173 @@ fn invalid_topics_capacities_and_prefixes_are_refused_at_start() {
     ] {
         std::fs::write(&config, json).unwrap();
         refused(&dir, &["--config", config.to_str().unwrap()], 2, want);
+    }
+}
+
+#[test]
+fn contracts_no_publisher_may_declare_are_refused_at_start() {
+    let dir = scratch("bridge-contracts");
+    for (args, want) in [
+        (
+            &["--import", "ticks,pod=T:8:3,max-message=64"][..],
+            "--import ticks,pod=T:8:3,max-message=64: pod: pod alignment 3 is not a power of two",
+        ),
+        (
+            &["--import", "ticks,pod=T:8:3"],
+            "--import ticks,pod=T:8:3: pod: pod alignment 3",
+        ),
+        (
+            &["--import", "ticks,pod=T:0:1"],
+            "--import ticks,pod=T:0:1: pod: a Pod type of 0 bytes",
+        ),
+        (
+            &["--import", "ticks,schema=@1"],
+            "--import ticks,schema=@1: schema: contract name \"\" (0 bytes) is empty",
+        ),
+        (
+            &["--import", "ticks,pod=T:128:8,max-message=64"],
+            "pod: pod of 128 bytes is larger than the maximum message of 64 bytes",
+        ),
+    ] {
+        refused(&dir, args, 2, want);
+    }
+    let config = dir.join("c.json");
+    std::fs::write(
+        &config,
+        r#"{"topics": [{"topic": "a", "direction": "export"},
+                       {"topic": "b", "direction": "import", "pod": "T:8:3"}]}"#,
+    )
+    .unwrap();
+    refused(
+        &dir,
+        &["--config", config.to_str().unwrap()],
+        2,
+        "c.json: topics[1].pod: pod alignment 3",
+    );
+}
+
+#[test]
+fn option_values_that_would_be_ignored_are_refused() {
+    let dir = scratch("bridge-ignored");
+    for (args, want) in [
+        (
+            &["--export", "ticks,lossy=false"][..],
+            "--export ticks,lossy=false: lossy: takes no value",
+        ),
+        (
+            &["--export", "ticks,reliable,lossy"],
+            "lossy: reliable is given too, and a topic has one reliability",
+        ),
+        (
+            &["--import", "ticks,schema=a@1,pod=T:8:8"],
+            "pod: schema is given too, and a topic has one message type",
+        ),
+        (
+            &["--export", "ticks,"],
+            "--export ticks,: an empty option (a comma with nothing after it)",
+        ),
+    ] {
+        refused(&dir, args, 2, want);
+    }
+    let config = dir.join("c.json");
+    let c = config.to_str().unwrap();
+    for (json, want) in [
+        (
+            r#"{"topics": [{"topic": "a", "direction": "import", "bytes": false}]}"#,
+            "c.json: topics[0].bytes: false declares nothing",
+        ),
+        (
+            r#"{"topics": [{"topic": "a", "direction": "export"}],
+                "topics": [{"topic": "b", "direction": "export"}]}"#,
+            "c.json: topics: given twice",
+        ),
+    ] {
+        std::fs::write(&config, json).unwrap();
+        refused(&dir, &["--config", c], 2, want);
+    }
+}
+
+#[test]
+fn errors_name_the_files_fields_and_every_flag_involved() {
+    let dir = scratch("bridge-naming");
+    let config = dir.join("c.json");
+    let c = config.to_str().unwrap();
+    let export_a = r#"{"topic": "a", "direction": "export"}"#;
+    for (json, extra, want) in [
+        (
+            format!(r#"{{"mode": "client", "topics": [{export_a}]}}"#),
+            &[][..],
+            "c.json: mode: \"client\" joins Zenoh through a router: give the router's endpoint \
+             in connect",
+        ),
+        (
+            r#"{"topics": [{"topic": "a", "direction": "export", "schema": "s@1"}]}"#.into(),
+            &[],
+            "c.json: topics[0].schema: only an import declares",
+        ),
+        (
+            r#"{"topics": ["ticks"]}"#.into(),
+            &[],
+            "c.json: topics[0]: not an object",
+        ),
+        (
+            format!(r#"{{"topics": [{export_a}, {export_a}]}}"#),
+            &[],
+            "c.json: topics[0] and topics[1]: topic \"a\" is bridged twice",
+        ),
+        (
+            format!(r#"{{"topics": [{export_a}]}}"#),
+            &["--import", "a,key=x/a"],
+            "c.json topics[0] and --import a,key=x/a: refused, it could loop",
+        ),
+        (
+            format!(r#"{{"listen": ["tcp/127.0.0.1:7451"], "topics": [{export_a}]}}"#),
+            &["--listen", "tcp/127.0.0.1:7451"],
+            "--listen tcp/127.0.0.1:7451: already in",
+        ),
+    ] {
+        std::fs::write(&config, json).unwrap();
+        let mut args = vec!["--config", c];
+        args.extend_from_slice(extra);
+        refused(&dir, &args, 2, want);
+    }
+    for (args, exit, want) in [
+        (
+            &[
+                "--export",
+                "a",
+                "--import",
+                "b,key=k/b",
+                "--import",
+                "c,key=k/b",
+            ][..],
+            2,
+            "--import b,key=k/b and --import c,key=k/b: key k/b is bridged twice",
+        ),
+        (
+            &[
+                "--export",
+                "a",
+                "--listen",
+                "tcp/127.0.0.1:7451",
+                "--listen",
+                "tcp/127.0.0.1:7451",
+            ],
+            2,
+            "--listen tcp/127.0.0.1:7451: given twice",
+        ),
+        (
+            &["--export", "a,key=a/$*"],
+            2,
+            "key \"a/$*\": wildcards (*, **, $*) are refused",
+        ),
+        (
+            &["--export", "a", "--listen", "tcp/no-such-host.invalid:7451"],
+            1,
+            "cannot listen on tcp/no-such-host.invalid:7451: ",
+        ),
+    ] {
+        refused(&dir, args, exit, want);
     }
 }
 

@@ -158,7 +158,13 @@ impl BridgeProc {
     }
 
     /// Ends the bridge as its operator would and returns its final counters.
-    pub fn stop(mut self) -> Vec<Value> {
+    pub fn stop(self) -> Vec<Value> {
+        self.stop_with_events().0
+    }
+
+    /// Ends the bridge as its operator would and returns its final counters and every event
+    /// it reported.
+    pub fn stop_with_events(mut self) -> (Vec<Value>, Vec<String>) {
         drop(self.stdin.take());
         let deadline = Instant::now() + WATCHDOG;
         loop {
@@ -173,7 +179,17 @@ impl BridgeProc {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.drain();
-        self.stats()
+        (self.stats(), self.events())
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`) to the bridge.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{signal}");
     }
 
     /// SIGKILLs the bridge.
@@ -248,6 +264,27 @@ pub fn role() -> bool {
     // The final counters, once no message can move them.
     print(bridge.stop());
     true
+}
+
+/// A Zenoh session of the test's own listening on `port` of the loopback interface, with a
+/// publisher on `key`, once a subscriber (an importer connected to `port`) matches it: what an
+/// exporter puts, the test writes by hand.
+pub fn raw_publisher(port: u16, key: &str) -> (zenoh::Session, zenoh::pubsub::Publisher<'static>) {
+    use zenoh::Wait;
+    let mut config = zenoh::Config::default();
+    for (k, v) in [
+        ("listen/endpoints", format!(r#"["tcp/127.0.0.1:{port}"]"#)),
+        ("scouting/multicast/enabled", "false".into()),
+        ("scouting/gossip/enabled", "false".into()),
+    ] {
+        config.insert_json5(k, &v).unwrap();
+    }
+    let session = zenoh::open(config).wait().unwrap();
+    let publisher = session.declare_publisher(key.to_owned()).wait().unwrap();
+    until("an importer matching the key", || {
+        publisher.matching_status().wait().unwrap().matching()
+    });
+    (session, publisher)
 }
 
 /// A topic directory as JSON.
