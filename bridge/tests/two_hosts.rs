@@ -39,7 +39,8 @@ fn importer(b: &Path, port: u16, topic: Value) -> BridgeProc {
 }
 
 /// Publishes messages `*next`, `*next + 1`, … one every `ms` milliseconds, until `done` (given
-/// the number of the next message) holds.
+/// the number of the next message) holds. A message longer than the publisher's largest is
+/// cut to it (a topic of small messages; nobody checks their bytes).
 fn publish_until(
     publisher: &mut Publisher,
     next: &mut u64,
@@ -48,7 +49,9 @@ fn publish_until(
     mut done: impl FnMut(u64) -> bool,
 ) {
     until(what, || {
-        publisher.send(&message(*next)).unwrap();
+        let mut m = message(*next);
+        m.truncate(publisher.max_message());
+        publisher.send(&m).unwrap();
         *next += 1;
         std::thread::sleep(Duration::from_millis(ms));
         done(*next)
