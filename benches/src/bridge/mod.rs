@@ -221,7 +221,7 @@ fn trial(path: Path, pace: Pace, latency: bool) -> Result<Report> {
             let (a, b) = (Host::new("bridge-a")?, Host::new("bridge-b")?);
             let topic = "bench";
             let importer = json!({"directory": b.path(), "listen": [endpoint],
-                "topics": [{"topic": topic, "direction": "import", "bytes": "",
+                "topics": [{"topic": topic, "direction": "import", "bytes": true,
                             "max_message": 4096}]});
             start(
                 &mut fleet,
