@@ -78,6 +78,16 @@ impl Bridge {
     fn create(b: BridgeBuilder) -> Result<Bridge, BridgeError> {
         let config = b.config;
         config.validate().map_err(BridgeError::Config)?;
+        // The topic directory, checked as every local publisher and subscriber checks it, so
+        // that a directory no topic may use is refused now, not at the first message.
+        let dir = match &config.directory {
+            Some(path) => shmcast::TopicDir {
+                path: path.clone(),
+                source: shmcast::DirSource::Builder,
+            },
+            None => shmcast::TopicDir::from_env().map_err(BridgeError::Directory)?,
+        };
+        dir.check().map_err(BridgeError::Directory)?;
         let session = session::open(&config).map_err(BridgeError::Zenoh)?;
         let mut bridge = Bridge {
             session: None,
@@ -265,6 +275,9 @@ pub enum BridgeError {
     Config(ConfigError),
     /// The Zenoh session could not be opened (a port in use, a router a client cannot reach).
     Zenoh(String),
+    /// The local topic directory is one no topic may use (relative, open to others, another
+    /// user's, a symbolic link).
+    Directory(shmcast::TopicError),
     /// A topic could not start (its Zenoh declaration, or binding a configured import).
     Topic {
         /// The local topic.
@@ -281,6 +294,7 @@ impl fmt::Display for BridgeError {
         match self {
             BridgeError::Config(e) => write!(f, "configuration: {e}"),
             BridgeError::Zenoh(e) => f.write_str(e),
+            BridgeError::Directory(e) => e.fmt(f),
             BridgeError::Topic {
                 topic,
                 direction,

@@ -79,7 +79,9 @@ pub struct TopicStats {
     pub demotions: u64,
     /// Export: times the local subscriber connected again after its publisher went away.
     pub reconnects: u64,
-    /// The sequence number of the last message bridged (0 before the first).
+    /// The sequence number of the last message bridged (0 before the first): read from the
+    /// local topic (export), or published into it (import; a message dropped or refused does
+    /// not move it).
     pub last_seq: u64,
 }
 

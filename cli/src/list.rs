@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use shmcast::{InspectError, TopicInfo};
 
 use crate::Place;
-use crate::exit::{Exit, Failure};
+use crate::exit::Failure;
 use crate::out::Stdout;
 use crate::peer::{self, Listener};
 use crate::{snapshot, table, words};
@@ -44,7 +44,6 @@ struct Entry {
 
 pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     let dir = place.directory()?;
-    check_directory(&dir)?;
     let timeout = Duration::from_millis(args.timeout);
     let mut entries: Vec<Entry> = sockets(&dir)?
         .into_iter()
@@ -90,18 +89,6 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     ];
     let _ = out.write(&table::render(&header, &rows))?;
     Ok(())
-}
-
-/// Refuses the topic directory as every command that names a topic there does, with the same
-/// words (`refusing topic directory DIR: owned by uid 0`): another user's, or one others may
-/// enter. A missing directory passes (nothing was published there).
-fn check_directory(dir: &Path) -> Result<(), Failure> {
-    let dir = shmcast::TopicDir {
-        path: dir.to_owned(),
-        source: shmcast::DirSource::Builder,
-    };
-    dir.check()
-        .map_err(|e| Failure::new(Exit::Other, e.to_string()))
 }
 
 /// The sockets in `dir`, by name (a missing directory has none).

@@ -101,14 +101,23 @@ impl Place {
         i
     }
 
-    /// The directory that `list` and `clean` look in.
+    /// The directory that `list` and `clean` look in, refused as every command that names a
+    /// topic there refuses it, in the same words (`refusing topic directory DIR: owned by uid
+    /// 0`): another user's, one others may enter, a symbolic link. A missing directory passes
+    /// (nothing was published there).
     pub fn directory(&self) -> Result<PathBuf, Failure> {
-        match &self.dir {
-            Some(dir) => Ok(dir.clone()),
-            None => shmcast::TopicDir::from_env()
-                .map(|d| d.path)
-                .map_err(|e| Failure::topic("topic directory", &e)),
-        }
+        let dir = match &self.dir {
+            Some(dir) => shmcast::TopicDir {
+                path: dir.clone(),
+                source: shmcast::DirSource::Builder,
+            },
+            None => {
+                shmcast::TopicDir::from_env().map_err(|e| Failure::topic("topic directory", &e))?
+            }
+        };
+        dir.check()
+            .map_err(|e| Failure::new(Exit::Other, e.to_string()))?;
+        Ok(dir.path)
     }
 
     /// The socket path `topic` names here (`None`: the topic directory is unknown).

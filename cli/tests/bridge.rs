@@ -113,6 +113,25 @@ fn configurations_that_could_loop_or_mean_nothing_are_usage_errors() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown option"));
 }
 
+/// A topic directory no topic may use (open to others) stops a bridge at start, in the words
+/// of every other command, before any Zenoh session opens.
+#[test]
+fn a_topic_directory_no_topic_may_use_stops_the_bridge_at_start() {
+    let dir = scratch("bridge-open-dir");
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let listen = format!("tcp/127.0.0.1:{}", free_port());
+    let out = run(shmcast(
+        &dir,
+        &["bridge", "--export", "t", "--listen", &listen],
+    ));
+    assert_eq!(code(&out), 1, "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refusing topic directory") && err.contains("lets others in"),
+        "{err}"
+    );
+}
+
 /// The words of the counters line of `stat`'s output (`messages 9120  wakes 310 ...`), without
 /// the numbers.
 fn counter_labels(stat: &str) -> Vec<String> {

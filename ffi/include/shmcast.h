@@ -682,7 +682,8 @@ typedef struct shmcast_subscriber_stats {
      */
     uint64_t lagged;
     /**
-     * `SHMCAST_ELAGGED` reports.
+     * Laps: each `SHMCAST_ELAGGED` returned, and each lap `shmcast_subscriber_recv_latest`
+     * absorbed into its skipped count instead of returning it.
      */
     uint64_t lag_events;
     /**

@@ -470,6 +470,8 @@ pub unsafe extern "C" fn shmcast_publisher_send(
             unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
         };
         let wait = Wait::from_ms(timeout_ms)?;
+        // An outstanding loan first (`SHMCAST_EBUSY`), then the message's length.
+        h.idle()?;
         h.check_len(len)?;
         h.lend(len, wait)?.copy_from_slice(payload);
         let loan = h.loan.take();

@@ -159,7 +159,8 @@ pub struct shmcast_subscriber_stats {
     /// reporting a lag). `received + lagged`, plus the messages latest receives skipped
     /// unread, is every message since the subscriber joined.
     pub lagged: u64,
-    /// `SHMCAST_ELAGGED` reports.
+    /// Laps: each `SHMCAST_ELAGGED` returned, and each lap `shmcast_subscriber_recv_latest`
+    /// absorbed into its skipped count instead of returning it.
     pub lag_events: u64,
     /// Times a receive blocked waiting for a wakeup.
     pub parks: u64,

@@ -670,6 +670,38 @@ fn a_publisher_dropped_in_a_forked_child_leaves_the_parents_stream_alone() {
     fds.check();
 }
 
+/// A `Closer` inherited by a forked child closes nothing there: the stream is the parent's.
+#[test]
+fn a_closer_used_in_a_forked_child_leaves_the_parents_stream_alone() {
+    let fds = FdGuard::new();
+    let t = topic("forked-closer");
+    let mut publisher = Publisher::bind(&t).unwrap();
+    let closer = publisher.closer();
+    let mut sub = Subscriber::connect(&t).unwrap();
+    let path = publisher.path().to_owned();
+    // SAFETY: the child only calls `close`, which returns at once in another process (it
+    // takes no lock), and leaves with `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        let closed = closer.close(Duration::from_millis(10));
+        // SAFETY: ends the child at once, running nothing of the parent's.
+        unsafe { libc::_exit(if closed { 1 } else { 0 }) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child's close claimed to end the stream: status {status:#x}"
+    );
+    assert!(path.exists(), "the child removed the parent's socket file");
+    publisher.send(b"after").unwrap();
+    assert_eq!(&*sub.recv_timeout(T).unwrap(), b"after");
+    drop((sub, closer, publisher));
+    fds.check();
+}
+
 /// A `Closer` that is dropped unused (a signal that never came) changes nothing: the socket
 /// file stays and subscribers still connect.
 #[test]

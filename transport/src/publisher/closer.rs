@@ -35,6 +35,8 @@ pub struct Closer {
     /// Weak: a closer does not keep a dropped publisher's ring and descriptors alive.
     shared: Weak<Shared>,
     claim: Arc<Mutex<Claim>>,
+    /// The process the publisher belongs to: a copy inherited across `fork` closes nothing.
+    pid: u32,
 }
 
 impl Closer {
@@ -42,6 +44,7 @@ impl Closer {
         Closer {
             shared: Arc::downgrade(shared),
             claim: Arc::new(Mutex::new(claim)),
+            pid: std::process::id(),
         }
     }
 
@@ -49,8 +52,12 @@ impl Closer {
     /// progress holds (a loan waiting for space does not). Returns whether the stream is ended
     /// now (also when the publisher was dropped already); `false` if a loan in progress kept
     /// the writer that long: the stream then ends when that loan is published or dropped. The
-    /// socket file is removed either way.
+    /// socket file is removed either way. In a child forked from the publisher's process it
+    /// does nothing and returns `false`: the stream is the parent's.
     pub fn close(&self, within: Duration) -> bool {
+        if std::process::id() != self.pid {
+            return false;
+        }
         if let Ok(mut claim) = self.claim.lock() {
             claim.release();
         }

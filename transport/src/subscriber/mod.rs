@@ -37,7 +37,8 @@ pub struct SubscriberStats {
     /// `Lagged(n)`, and the messages a latest read found overwritten while it read them, which
     /// it reports in [`Latest::skipped`] instead of a `Lagged`).
     pub lagged: u64,
-    /// `Lagged` reports.
+    /// Laps: each `Lagged` reported, and each lap a latest read absorbed into its skipped
+    /// count instead of reporting it.
     pub lag_events: u64,
     /// Messages passed over by latest reads ([`Subscriber::recv_latest`]), not counted in
     /// `lagged`: `received + lagged + skipped` is every message since the subscriber joined.
