@@ -31,7 +31,7 @@ use crate::error::{ConnectError, MapError, ProtocolError};
 use crate::handshake::{self, Hello, RefuseReason, Reply};
 use crate::policy::Admission;
 use crate::shm;
-use crate::sys::{self, packet::RecvFdsError};
+use crate::sys::{self, fork::PrivateFd, packet::RecvFdsError};
 use crate::topic::{DirSource, FileKind};
 
 /// Longest pause between two attempts to find a publisher.
@@ -45,14 +45,21 @@ pub(crate) fn dial(
     dir: DirSource,
     wait: Option<Duration>,
     step: Duration,
-) -> Result<OwnedFd, ConnectError> {
+) -> Result<PrivateFd, ConnectError> {
     let deadline = wait.map(deadline::after);
     let mut backoff = Duration::from_millis(1);
     loop {
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let bound = left.unwrap_or(step).max(Duration::from_millis(1));
-        match sys::net::seqpacket_connect(path, Some(bound)) {
-            Ok(sock) => return Ok(sock),
+        // Private from its creation: a fork while the connect waits leaves the child nothing.
+        let sock = PrivateFd::open(sys::net::seqpacket_socket).map_err(|source| {
+            ConnectError::Socket {
+                path: path.to_owned(),
+                source,
+            }
+        })?;
+        match sys::net::connect_to(sock.as_fd(), path, Some(bound)) {
+            Ok(()) => return Ok(sock),
             // A file that is no socket never becomes a publisher: say what it is at once.
             Err(e)
                 if e.kind() == io::ErrorKind::ConnectionRefused

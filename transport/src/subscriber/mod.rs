@@ -153,7 +153,6 @@ impl Subscriber {
         let topic::Resolved { path, source } =
             topic::resolve(&b.topic, b.directory.as_deref(), false)?;
         let sock = connect::dial(&path, source, b.connect_timeout, b.handshake_timeout)?;
-        let sock = PrivateFd::new(sock);
         connect::check_publisher(&sock, &path, &b.publisher)?;
         let hello = Hello {
             mode: b.mode,

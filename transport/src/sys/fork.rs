@@ -36,17 +36,6 @@ pub(crate) struct PrivateFd {
 }
 
 impl PrivateFd {
-    /// Makes the open descriptor `fd` private from now on. A fork between its opening and this
-    /// call leaves the child a copy: prefer [`open`](Self::open) where the opening is quick.
-    pub(crate) fn new(fd: OwnedFd) -> PrivateFd {
-        install();
-        let _lock = Lock::take();
-        register(fd.as_raw_fd());
-        PrivateFd {
-            fd: ManuallyDrop::new(fd),
-        }
-    }
-
     /// Opens a descriptor with `open` (which must not block for long, nor fork) while no fork
     /// can happen, and makes it private: no child ever holds it.
     pub(crate) fn open(open: impl FnOnce() -> io::Result<OwnedFd>) -> io::Result<PrivateFd> {

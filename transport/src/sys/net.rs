@@ -78,17 +78,28 @@ pub(crate) fn seqpacket_accept(listener: BorrowedFd<'_>, nonblocking: bool) -> i
 /// for backlog room forever. The timeout bounds only the connect: the returned socket has no send
 /// timeout.
 pub(crate) fn seqpacket_connect(path: &Path, timeout: Option<Duration>) -> io::Result<OwnedFd> {
-    let addr = SocketAddrUnix::new(path)?;
     let sock = seqpacket_socket()?;
+    connect_to(sock.as_fd(), path, timeout)?;
+    Ok(sock)
+}
+
+/// `connect(sock, path)` of a socket from [`seqpacket_socket`], as [`seqpacket_connect`] does,
+/// for a caller that holds the socket before it connects.
+pub(crate) fn connect_to(
+    sock: BorrowedFd<'_>,
+    path: &Path,
+    timeout: Option<Duration>,
+) -> io::Result<()> {
+    let addr = SocketAddrUnix::new(path)?;
     // The kernel bounds a unix-socket connect that waits for backlog room by SO_SNDTIMEO.
     if timeout.is_some() {
-        set_send_timeout(sock.as_fd(), timeout)?;
+        set_send_timeout(sock, timeout)?;
     }
-    retry_eintr(|| rustix::net::connect(&sock, &addr))?;
+    retry_eintr(|| rustix::net::connect(sock, &addr))?;
     if timeout.is_some() {
-        set_send_timeout(sock.as_fd(), None)?;
+        set_send_timeout(sock, None)?;
     }
-    Ok(sock)
+    Ok(())
 }
 
 /// `ioctl(fd, FIONBIO, nonblocking)`—Switches a descriptor's `O_NONBLOCK` mode.
