@@ -52,12 +52,11 @@ pub(crate) fn dial(
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let bound = left.unwrap_or(step).max(Duration::from_millis(1));
         // Private from its creation: a fork while the connect waits leaves the child nothing.
-        let sock = PrivateFd::open(sys::net::seqpacket_socket).map_err(|source| {
-            ConnectError::Socket {
+        let sock =
+            PrivateFd::open(sys::net::seqpacket_socket).map_err(|source| ConnectError::Socket {
                 path: path.to_owned(),
                 source,
-            }
-        })?;
+            })?;
         match sys::net::connect_to(sock.as_fd(), path, Some(bound)) {
             Ok(()) => return Ok(sock),
             // A file that is no socket never becomes a publisher: say what it is at once.
