@@ -64,11 +64,16 @@ pub(crate) fn capacity_refusal(
 /// Why the connection `conn` (open already) and a control block after it would leave less
 /// than the descriptor reserve free, if they would.
 pub(crate) fn descriptor_shortage(conn: BorrowedFd<'_>) -> Option<String> {
-    // Descriptors are allocated lowest first, so every number below `conn`'s is open: a lower
-    // bound of the count, without listing them.
     let limit = sys::process::descriptor_limit();
     let reserve = descriptor_reserve(limit);
-    let after = u64::try_from(conn.as_raw_fd()).unwrap_or(0) + 2;
+    // Descriptors are allocated lowest first, so every number up to `conn`'s is in use: a lower
+    // bound of the count where `/proc` cannot be listed. Connections accepted after `conn` (and
+    // what the rest of the program opened since) are above it: only the listing counts them.
+    let below_conn = u64::try_from(conn.as_raw_fd()).unwrap_or(0) + 1;
+    let in_use =
+        sys::process::descriptors_in_use_below(limit).map_or(below_conn, |n| n.max(below_conn));
+    // The control block's descriptor, open while it is handed over.
+    let after = in_use + 1;
     (after.saturating_add(reserve) > limit).then(|| {
         format!(
             "the publisher is short of descriptors ({after} of its limit of {limit} in use with \

@@ -27,9 +27,9 @@ use crate::handshake::{self, Hello, RefuseReason, Reply, Request};
 use crate::introspect_serve::{self, AnswerBudget};
 use crate::policy;
 use crate::shared::Shared;
-use crate::shm::SharedMemory;
+use crate::shm::{self, SharedMemory};
 use crate::sys::{self, fork::PrivateFd, packet::RecvFdsError};
-use crate::wake::Link;
+use crate::wake::{self, Link};
 use shmcast_core::{CONTROL_BLOCK_LEN, Mode, SubscriberId};
 use std::collections::HashMap;
 use std::io;
@@ -239,9 +239,13 @@ impl Server {
         let Some(conn) = self.conns.get(&token) else {
             return;
         };
-        if let State::Admitted { id, .. } = conn.state {
-            // Registered for hang-ups only (its doorbells are the publisher's to read): any
-            // event is the subscriber leaving.
+        if let State::Admitted { id, requested } = conn.state {
+            // A lossy subscriber's data is dropped; a gating one is registered for hang-ups
+            // only (its doorbells are the publisher's to read). Any other event is the
+            // subscriber leaving.
+            if requested == Mode::Lossy && wake::drain_doorbells(conn.sock.as_fd()) {
+                return;
+            }
             if let Some(conn) = self.conns.remove(&token) {
                 self.depart(id, conn.sock);
             }
@@ -321,17 +325,27 @@ impl Server {
             return None;
         }
         let prepared = (|| -> Result<_, Box<dyn std::error::Error>> {
-            let cb = Arc::new(SharedMemory::create_control_block(
-                "shmcast-cb",
-                CONTROL_BLOCK_LEN,
-            )?);
-            let region = cb.region()?;
-            // From now on the connection's data is doorbells, read by the publisher.
+            // Only the mapping stays: the descriptor is closed once sent.
+            let (cb, cb_fd) =
+                SharedMemory::create_control_block("shmcast-cb", CONTROL_BLOCK_LEN)?.into_mapping();
+            let region = shm::writable_region(cb)?;
+            // From now on the connection's data is doorbells, which never carry descriptors:
+            // refused where the kernel can, so that no subscriber parks one in our queue (its
+            // own end, which would keep the connection open after its process exits).
+            sys::net::refuse_descriptors(sock.as_fd())?;
             sys::event::epoll_del(self.epoll.as_fd(), sock.as_fd())?;
-            sys::event::epoll_add_hangup(self.epoll.as_fd(), sock.as_fd(), token)?;
-            Ok((cb, region))
+            if hello.mode == Mode::Lossy {
+                // A lossy subscriber has nothing to say: whatever it sends is read and dropped
+                // here, descriptors included where the kernel cannot refuse them.
+                sys::event::epoll_add_with_hangup(self.epoll.as_fd(), sock.as_fd(), token)?;
+            } else {
+                // A gating subscriber's doorbells are the publisher's, read while it waits for
+                // space.
+                sys::event::epoll_add_hangup(self.epoll.as_fd(), sock.as_fd(), token)?;
+            }
+            Ok((cb_fd, region))
         })();
-        let (cb, region) = match prepared {
+        let (cb_fd, region) = match prepared {
             Ok(p) => p,
             Err(e) => {
                 self.refuse(
@@ -370,7 +384,7 @@ impl Server {
             message: self.contract.message.clone(),
         }
         .encode();
-        let fds = [self.shared.ring_ro.as_fd(), cb.fd()];
+        let fds = [self.shared.ring_ro.as_fd(), cb_fd.as_fd()];
         debug_assert_eq!(fds.len(), handshake::WELCOME_FDS);
         if sys::packet::send_with_fds(sock.as_fd(), &welcome, &fds).is_err()
             || self.shared.space.watch(sock.as_fd(), id).is_err()

@@ -113,6 +113,13 @@ impl SharedMemory {
         self.fd.as_fd()
     }
 
+    /// Parts with the memfd, keeping only the mapping: for a control block, whose descriptor
+    /// is sent once. Holding it open would let any process of our uid open the block read-write
+    /// through `/proc/<pid>/fd` and write a subscriber's cursor.
+    pub(crate) fn into_mapping(self) -> (WritableMapping, OwnedFd) {
+        (WritableMapping { map: self.map }, self.fd)
+    }
+
     /// The whole mapping as a core [`Region`], which keeps it (and the memfd) alive.
     pub(crate) fn region(self: &Arc<Self>) -> Result<Region, MapError> {
         // SAFETY: the mapping is `len()` bytes, page-aligned and read-write, and it lives as long
@@ -237,10 +244,16 @@ pub(crate) fn ring_region(fd: OwnedFd, min_len: usize) -> Result<Region, MapErro
 /// Maps a control block received from the publisher as [`map_control_block`] does, as a core
 /// [`Region`] that keeps the mapping alive.
 pub(crate) fn control_block_region(fd: OwnedFd, len: usize) -> Result<Region, MapError> {
-    let map = Arc::new(map_control_block(fd, len)?);
+    writable_region(map_control_block(fd, len)?)
+}
+
+/// A control block's mapping (a subscriber's, checked by [`map_control_block`], or the
+/// publisher's own from [`SharedMemory::into_mapping`]) as a core [`Region`] that keeps it alive.
+pub(crate) fn writable_region(map: WritableMapping) -> Result<Region, MapError> {
+    let map = Arc::new(map);
     let (ptr, len) = (map.as_ptr(), map.len());
-    // SAFETY: read-write mapping of `len` bytes, sealed against shrinking and growing (checked
-    // by map_control_block), page-aligned, kept alive by the Arc owner.
+    // SAFETY: read-write mapping of `len` bytes of a memfd sealed against shrinking and growing
+    // (created so, or checked by map_control_block), page-aligned, kept alive by the Arc owner.
     unsafe { Region::from_raw_parts(ptr, len, map) }.ok_or(MapError::Misaligned)
 }
 

@@ -102,6 +102,77 @@ fn admitted_connections_never_take_the_publishers_descriptor_reserve() {
     fds.check();
 }
 
+/// A subscriber that parks its own end of the connection in the publisher's receive queue
+/// (`SCM_RIGHTS`), then exits, does not stay admitted: the kernel refuses the descriptor where
+/// it can (Linux 6.16 and later), and otherwise the publisher reads and drops it (a lossy
+/// subscriber's data at once, a gating one's when the publisher waits for its space), which
+/// closes the connection. Each mode in turn, with messages flowing.
+#[test]
+fn a_subscriber_cannot_stay_admitted_by_parking_its_connection_in_the_publisher() {
+    use shmcast::Mode;
+    use shmcast::test_support::{raw_handshake_as, try_send_fds};
+    use std::os::fd::AsFd;
+    let fds = FdGuard::new();
+    for mode in [Mode::Lossy, Mode::Gating] {
+        let t = topic(&format!("parked-{mode:?}"));
+        let mut publisher = Publisher::builder(&t)
+            .capacity(4096)
+            .stall_bound(Some(WATCHDOG))
+            .bind()
+            .unwrap();
+        let (ring_and_block, sock) = raw_handshake_as(publisher.path(), mode).unwrap().unwrap();
+        publisher
+            .wait_for_subscribers(1, WATCHDOG)
+            .expect("admitted");
+        // Refused by the kernel (EPERM) or queued; either way the process then leaves.
+        let _ = try_send_fds(sock.as_fd(), &[sock.as_fd()]);
+        drop((ring_and_block, sock));
+        let deadline = Instant::now() + WATCHDOG;
+        let mut seq = 0u64;
+        while publisher.stats().departed == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "watchdog: {mode:?} subscriber still admitted after its process left: {:?}",
+                publisher.stats()
+            );
+            // A gating subscriber that never reads fills the ring: the publisher waits for it.
+            publisher.send(&seq.to_le_bytes()).unwrap();
+            seq += 1;
+        }
+        let stats = publisher.stats();
+        assert_eq!(stats.demotions, 0, "it left, it was not demoted: {stats:?}");
+        assert!(stats.subscribers.is_empty(), "{stats:?}");
+    }
+    fds.check();
+}
+
+/// The publisher keeps no descriptor of a subscriber's control block once it has handed it
+/// over (only the mapping): another process of the same uid cannot open the block through
+/// `/proc/<publisher>/fd` and write that subscriber's cursor. The subscriber keeps none
+/// either.
+#[test]
+fn no_control_block_stays_open_to_be_reopened_through_proc() {
+    let t = topic("cb-fd");
+    let mut publisher = Publisher::builder(&t).bind().unwrap();
+    let mut sub = Subscriber::connect(&t).unwrap();
+    publisher.wait_for_subscribers(1, WATCHDOG).unwrap();
+    publisher.send(b"one").unwrap();
+    assert_eq!(&*sub.recv_timeout(WATCHDOG).unwrap(), b"one");
+    let open: Vec<String> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|target| target.display().to_string())
+        .collect();
+    assert!(
+        open.iter().any(|target| target.contains("memfd:shmcast")),
+        "the ring's memfd is open (the check can see memfds): {open:?}"
+    );
+    assert!(
+        !open.iter().any(|target| target.contains("shmcast-cb")),
+        "a control block is open: {open:?}"
+    );
+}
+
 /// Child roles; a no-op in the normal test run.
 #[test]
 #[ignore = "runs only as a child process"]

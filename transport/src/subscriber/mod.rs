@@ -164,6 +164,8 @@ impl Subscriber {
         let (mut reader, contract) = connect::attach(welcome, &b.expect)?;
         reader.set_resume(b.resume);
         sys::net::set_nonblocking(sock.as_fd(), true)?;
+        // The publisher's doorbells never carry descriptors (see the server's admission).
+        sys::net::refuse_descriptors(sock.as_fd())?;
         let readiness = Readiness::new(sock.as_fd())?;
         // Readable from the start: messages already in the ring (`Start::Oldest`) or committed
         // before the first receive need no prior call to be seen.

@@ -185,6 +185,21 @@ pub(crate) fn epoll_add_hangup(
     )?)
 }
 
+/// `epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLRDHUP)`—Registers `fd` level-triggered
+/// for data and hang-ups.
+pub(crate) fn epoll_add_with_hangup(
+    epfd: BorrowedFd<'_>,
+    fd: BorrowedFd<'_>,
+    token: u64,
+) -> io::Result<()> {
+    Ok(epoll::add(
+        epfd,
+        fd,
+        epoll::EventData::new_u64(token),
+        epoll::EventFlags::IN | epoll::EventFlags::RDHUP,
+    )?)
+}
+
 /// `epoll_ctl(epfd, EPOLL_CTL_DEL, fd)`—Unregisters `fd`.
 pub(crate) fn epoll_del(epfd: BorrowedFd<'_>, fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(epoll::delete(epfd, fd)?)

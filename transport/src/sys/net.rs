@@ -1,7 +1,8 @@
 //! Unix `SOCK_SEQPACKET` sockets: listening, accepting, connecting, their options and the
 //! credentials of their peers.
 
-// The only unsafe code is `peer_cred`, which calls getsockopt through libc (see its docs).
+// The only unsafe code is `peer_cred` and `refuse_descriptors`, which call getsockopt and
+// setsockopt through libc (see their docs).
 #![allow(unsafe_code)]
 
 use std::io;
@@ -135,6 +136,35 @@ pub(crate) struct PeerCred {
     pub(crate) uid: u32,
     /// The peer's effective gid (`u32::MAX` when the socket is not connected).
     pub(crate) gid: u32,
+}
+
+/// `SO_PASSRIGHTS` (Linux 6.16): whether a unix socket accepts `SCM_RIGHTS`. Not in `libc` yet.
+const SO_PASSRIGHTS: libc::c_int = 83;
+
+/// `setsockopt(sock, SOL_SOCKET, SO_PASSRIGHTS, 0)`—Refuses descriptors sent to `sock`: a
+/// sender's `SCM_RIGHTS` fails with `EPERM`, so no peer can park a descriptor (its own end of
+/// the connection, say, which would keep the connection open after the peer exits) in our
+/// receive queue. Returns `false` on a kernel without the option (before 6.16).
+pub(crate) fn refuse_descriptors(sock: BorrowedFd<'_>) -> io::Result<bool> {
+    let off: libc::c_int = 0;
+    // SAFETY: `off` is a live local of the size passed; the kernel only reads it.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_PASSRIGHTS,
+            (&raw const off).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::ENOPROTOOPT) {
+        return Ok(false);
+    }
+    Err(e)
 }
 
 /// `getsockopt(sock, SOL_SOCKET, SO_PEERCRED)`—Returns the credentials of a unix socket's peer.

@@ -20,6 +20,20 @@ pub(crate) fn file_size_limit() -> u64 {
         .unwrap_or(u64::MAX)
 }
 
+/// Listing `/proc/self/fd`—How many of this process's descriptor numbers below `limit` are in
+/// use (the listing's own descriptor included), or `None` where the listing cannot be read.
+///
+/// The kernel gives out numbers below the limit only, lowest first, so the numbers free below
+/// it are the descriptors this process can still open.
+pub(crate) fn descriptors_in_use_below(limit: u64) -> Option<u64> {
+    let mut used = 0u64;
+    for entry in std::fs::read_dir("/proc/self/fd").ok()? {
+        let number = entry.ok()?.file_name().to_str()?.parse::<u64>().ok()?;
+        used += u64::from(number < limit);
+    }
+    Some(used)
+}
+
 #[cfg(any(test, feature = "test-support"))]
 /// Counts this process's open descriptors by listing `/proc/self/fd`, for leak checks.
 ///
