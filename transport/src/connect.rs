@@ -10,7 +10,11 @@
 //!   [`ConnectError::UntrustedPublisher`] before anything is sent or received.
 //! * A refusal: [`ConnectError::Refused`] with its [`RefuseReason`](crate::RefuseReason)
 //!   (busy, permission, version, ...) and the publisher's text.
-//! * No reply within the handshake timeout: [`ConnectError::HandshakeTimeout`].
+//! * No reply within the handshake timeout, or a publisher that closes the connection before it
+//!   answers (killed as we connect): tried again with a new connection, as for a missing
+//!   socket, until `connect_timeout`; then [`ConnectError::HandshakeTimeout`] or
+//!   [`ConnectError::Protocol`] (`Closed`). So a connect takes at most `connect_timeout` and
+//!   one `handshake_timeout` more.
 //! * A reply that breaks the protocol (malformed, wrong descriptors, unsealed or mis-sized
 //!   memory, an impossible contract): [`ConnectError::Protocol`]; every descriptor that came
 //!   with it is closed.
@@ -165,6 +169,61 @@ pub(crate) struct Welcome {
     pub(crate) control_block: OwnedFd,
 }
 
+/// Connects to the topic socket at `path` as [`dial`] does, checks the publisher's uid against
+/// `trusted`, and exchanges `hello` for its welcome, each answer waited for up to `step`.
+///
+/// A publisher that goes away or stops answering during the handshake (killed as we connect,
+/// say) is waited out like a missing one until `wait` has passed: the topic's next publisher
+/// gets a new connection. So the whole may take up to `wait` and one `step` more.
+pub(crate) fn handshake(
+    path: &Path,
+    dir: DirSource,
+    wait: Option<Duration>,
+    step: Duration,
+    trusted: &Admission,
+    hello: &Hello,
+) -> Result<(PrivateFd, Welcome), ConnectError> {
+    let deadline = wait.map(deadline::after);
+    let mut backoff = Duration::from_millis(1);
+    loop {
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let sock = dial(path, dir, left, step)?;
+        check_publisher(&sock, path, trusted)?;
+        match exchange(&sock, hello, step) {
+            Ok(welcome) => return Ok((sock, welcome)),
+            Err(e) if publisher_gone(&e) => {
+                drop(sock);
+                let left = deadline.map_or(Duration::ZERO, |d| {
+                    d.saturating_duration_since(Instant::now())
+                });
+                if left.is_zero() {
+                    return Err(e);
+                }
+                std::thread::sleep(backoff.min(left));
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The refusal of a publisher that closed the connection without reading our request: it was
+/// going away, or refused us and its text was lost.
+const CLOSED_BEFORE_HANDSHAKE: &str = "the publisher closed the connection before the handshake";
+
+/// Whether `e`, from [`exchange`], says that the publisher went away or did not answer in time:
+/// a subscriber still willing to wait for a publisher tries again, as the topic's next publisher
+/// (a restarted one) may already be there, or this one may answer a new connection.
+fn publisher_gone(e: &ConnectError) -> bool {
+    match e {
+        ConnectError::HandshakeTimeout | ConnectError::Protocol(ProtocolError::Closed) => true,
+        ConnectError::Refused { code, reason } => {
+            *code == RefuseReason::Unstated && reason == CLOSED_BEFORE_HANDSHAKE
+        }
+        _ => false,
+    }
+}
+
 /// Sends `hello` on `sock` and receives the publisher's reply, waiting at most `timeout`.
 pub(crate) fn exchange(
     sock: &OwnedFd,
@@ -188,7 +247,7 @@ pub(crate) fn exchange(
                 // It closed before reading our request: a refusal whose text was lost.
                 Err(_) => ConnectError::Refused {
                     code: RefuseReason::Unstated,
-                    reason: "the publisher closed the connection before the handshake".into(),
+                    reason: CLOSED_BEFORE_HANDSHAKE.into(),
                 },
                 Ok(()) => ProtocolError::Closed.into(),
             });

@@ -108,6 +108,11 @@ impl SubscriberBuilder {
 
     /// Wait up to `timeout` for a publisher to appear (default: fail at once).
     /// `Duration::MAX` waits without end.
+    ///
+    /// A publisher that goes away or stops answering during the handshake (one killed as this
+    /// subscriber connects, which is when a reconnecting subscriber comes) counts as not there
+    /// yet: the subscriber waits for the next one within `timeout`. A connect therefore takes
+    /// at most `timeout` plus one [`handshake_timeout`](Self::handshake_timeout).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = Some(timeout);
         self

@@ -152,14 +152,19 @@ impl Subscriber {
             .map_err(ConnectError::InvalidExpectation)?;
         let topic::Resolved { path, source } =
             topic::resolve(&b.topic, b.directory.as_deref(), false)?;
-        let sock = connect::dial(&path, source, b.connect_timeout, b.handshake_timeout)?;
-        connect::check_publisher(&sock, &path, &b.publisher)?;
         let hello = Hello {
             mode: b.mode,
             start: b.start,
             expect: b.expect.clone(),
         };
-        let welcome = connect::exchange(&sock, &hello, b.handshake_timeout)?;
+        let (sock, welcome) = connect::handshake(
+            &path,
+            source,
+            b.connect_timeout,
+            b.handshake_timeout,
+            &b.publisher,
+            &hello,
+        )?;
         let imported = welcome.imported;
         let (mut reader, contract) = connect::attach(welcome, &b.expect)?;
         reader.set_resume(b.resume);
