@@ -615,6 +615,24 @@ impl<A> Writer<A> {
             .map(|s| s.id)
     }
 
+    /// The release cursor of gating subscriber `id` (`None` if it is not gating), as last
+    /// published by its reader.
+    pub fn gating_cursor(&self, id: SubscriberId) -> Option<u64> {
+        self.slots
+            .iter()
+            .find(|s| s.id == id && s.mode == Mode::Gating)
+            .map(|s| s.cb.u64_at(cb::CURSOR).load(Ordering::Relaxed))
+    }
+
+    /// Each gating subscriber with its release cursor, as [`gating_cursor`](Self::gating_cursor)
+    /// reads it.
+    pub fn gating_cursors(&self) -> impl Iterator<Item = (SubscriberId, u64)> + '_ {
+        self.slots
+            .iter()
+            .filter(|s| s.mode == Mode::Gating)
+            .map(|s| (s.id, s.cb.u64_at(cb::CURSOR).load(Ordering::Relaxed)))
+    }
+
     /// The attachment of a subscriber.
     pub fn attachment(&self, id: SubscriberId) -> Option<&A> {
         self.slots

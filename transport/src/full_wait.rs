@@ -6,12 +6,16 @@
 //! # Overload and failure
 //!
 //! A stopped gating subscriber holds the publisher back by at most the stall bound, if one is
-//! set: then it is demoted (and told) and the loan continues. The stall counts from the moment
-//! loans first found the ring full, across loans ([`Stall`]): a timed loan that gave up, an
-//! async loan dropped in a `select!` or a `try_loan` that found the ring full leave it running,
-//! so a publisher that retries is bounded as one that waits in a single loan. Without a bound
-//! only the caller's own timeout ends a wait; the stall is reported once after
-//! [`DEFAULT_STALL_BOUND`].
+//! set: then it is demoted (and told) and the loan continues. Several stopped at once (a frozen
+//! cgroup) cost one bound together, not one each: when the bound expires, every gating
+//! subscriber still holding the ring that has not moved since the stall began is demoted with
+//! the slowest; one that moved meanwhile is alive, and gets a bound of its own.
+//!
+//! The stall counts from the moment loans first found the ring full, across loans
+//! ([`Stall`]): a timed loan that gave up, an async loan dropped in a `select!` or a `try_loan`
+//! that found the ring full leave it running, so a publisher that retries is bounded as one
+//! that waits in a single loan. Without a bound only the caller's own timeout ends a wait; the
+//! stall is reported once after [`DEFAULT_STALL_BOUND`].
 
 use std::time::{Duration, Instant};
 
@@ -61,15 +65,28 @@ pub(crate) struct Stall {
     /// When loans first found the ring full since the last reservation that fit, or since the
     /// last demotion.
     since: Option<Instant>,
+    /// Where each gating subscriber's cursor was at `since` (kept only under a stall bound).
+    held: Vec<(SubscriberId, u64)>,
     /// Whether a stall without a bound was reported.
     reported: bool,
 }
 
 impl Stall {
+    /// Starts the stall at `now`, noting where each gating subscriber stands if `bounded`.
+    fn begin(&mut self, writer: &Writer<Link>, now: Instant, bounded: bool) -> Instant {
+        self.since = Some(now);
+        self.held.clear();
+        if bounded {
+            self.held.extend(writer.gating_cursors());
+        }
+        now
+    }
+
     /// A reservation fit: the subscribers make progress.
     pub(crate) fn end(&mut self) {
         if self.since.is_some() {
-            *self = Stall::default();
+            self.since = None;
+            self.reported = false;
         }
     }
 }
@@ -120,7 +137,10 @@ impl FullWait {
         len: usize,
     ) -> Result<Next, LoanError> {
         let now = Instant::now();
-        let since = *stall.since.get_or_insert(now);
+        let since = match stall.since {
+            Some(since) => since,
+            None => stall.begin(writer, now, self.stall_bound.is_some()),
+        };
         let first = *self.first_full.get_or_insert(now);
         let deadline = match self.wait {
             Wait::For(timeout) => first.checked_add(timeout),
@@ -136,7 +156,17 @@ impl FullWait {
             if let Some(id) = slowest {
                 demote(shared, writer, id);
             }
-            stall.since = Some(now);
+            // The next one holding the ring has had the same bound if it has not moved since
+            // the stall began: stopped with the slowest, demoted with it.
+            while !writer.has_space_for(len)
+                && let Some(id) = writer.slowest_gating()
+                && stall
+                    .held
+                    .contains(&(id, writer.gating_cursor(id).unwrap_or(u64::MAX)))
+            {
+                demote(shared, writer, id);
+            }
+            stall.begin(writer, now, true);
             return Ok(Next::Retry);
         }
         if self.wait == Wait::Never {

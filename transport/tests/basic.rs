@@ -153,6 +153,57 @@ fn stall_bound_demotes_and_subscriber_is_told() {
     fds.check();
 }
 
+/// Subscribers stopped together cost the publisher one stall bound, not one each: when it
+/// expires, every gating subscriber holding the ring that has not moved since the stall began
+/// is demoted with the slowest, while one that keeps reading stays gating. Here three never
+/// read: a look for space after the bound (`try_loan`, which never waits) finds room at once.
+#[test]
+fn subscribers_stopped_together_are_demoted_together() {
+    let fds = FdGuard::new();
+    let t = topic("stall-together");
+    let bound = Duration::from_millis(100);
+    let mut publisher = Publisher::builder(&t)
+        .capacity(1024)
+        .max_message(200)
+        .stall_bound(Some(bound))
+        .bind()
+        .unwrap();
+    let stopped: Vec<Subscriber> = (0..3).map(|_| Subscriber::connect(&t).unwrap()).collect();
+    let mut live = Subscriber::connect(&t).unwrap();
+    let mut sent = 0u8;
+    // Fill the ring; the live subscriber keeps up, the stopped ones read nothing.
+    let full = loop {
+        match publisher.try_loan(200) {
+            Ok(mut loan) => {
+                loan.fill(sent);
+                loan.publish();
+                sent += 1;
+                while live.try_recv().is_ok() {}
+            }
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(full, LoanError::Full), "{full:?}");
+    std::thread::sleep(bound * 2);
+    let mut loan = publisher
+        .try_loan(200)
+        .expect("room once the stopped ones are demoted");
+    loan.fill(sent);
+    loan.publish();
+    sent += 1;
+    let stats = publisher.stats();
+    assert_eq!(stats.demotions, 3, "{stats:?}");
+    assert!(live.is_gating());
+    let mut seen = 0u8;
+    while let Ok(sample) = live.try_recv() {
+        assert!(sample.iter().all(|&b| b == sample[0]));
+        seen = sample[0] + 1;
+    }
+    assert_eq!(seen, sent, "the live subscriber got the last message");
+    drop((stopped, live, publisher));
+    fds.check();
+}
+
 #[test]
 fn late_joiner_from_oldest_and_lossy_lag() {
     let fds = FdGuard::new();
