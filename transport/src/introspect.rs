@@ -14,7 +14,9 @@
 //!
 //! All integers little-endian. `message`, `a`, `b` and `name` are the contract's message type as
 //! a WELCOME carries it. A pid of 0 is a process outside the publisher's pid namespace; an
-//! `exe_len` of 0 an executable that could not be read. Modes are 1 (gating) and 2 (lossy); a
+//! `exe_len` of 0 an executable that could not be read. An `exe` is its path as the publisher
+//! read it from `/proc`, made [`printable`] there and again when decoded: any process may
+//! name its executable, and whoever is shown the snapshot is not to be shown control characters. Modes are 1 (gating) and 2 (lossy); a
 //! row's `requested` is the mode it asked for, `mode` the one it has now (gating, lossy, or
 //! lossy after a demotion).
 //!
@@ -33,13 +35,13 @@
 //! byte more or less than its lengths say, is refused with a [`DecodeError`].
 
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use shmcast_core::Mode;
 
 use crate::contract::{self, Contract, MessageType};
-use crate::handshake::{self, DecodeError, KIND_INFO, message_fields, message_type};
+use crate::handshake::{self, DecodeError, KIND_INFO, message_fields, message_type, printable};
 
 /// Most subscriber rows in one snapshot.
 pub const MAX_ROWS: usize = 128;
@@ -65,7 +67,9 @@ pub struct ProcessInfo {
     pub pid: Option<u32>,
     /// Its effective uid.
     pub uid: u32,
-    /// Its executable (`None`: unreadable), cut to [`MAX_EXE`] bytes.
+    /// Its executable (`None`: unreadable), cut to [`MAX_EXE`] bytes, as text safe to show:
+    /// UTF-8 whose control characters (the escape that starts a terminal sequence, say) are
+    /// written as escapes (`\u{1b}`).
     pub exe: Option<PathBuf>,
 }
 
@@ -371,6 +375,11 @@ impl TopicInfo {
     }
 }
 
+/// An executable's path as a snapshot shows it: [`printable`], at most [`MAX_EXE`] bytes.
+pub(crate) fn shown_exe(path: &Path) -> PathBuf {
+    PathBuf::from(printable(path.as_os_str().as_bytes(), MAX_EXE))
+}
+
 /// An executable's bytes as the record carries them: at most [`MAX_EXE`], none when unknown.
 fn exe_bytes(exe: &Option<PathBuf>) -> &[u8] {
     let bytes = exe.as_deref().map_or(&[][..], |p| p.as_os_str().as_bytes());
@@ -435,7 +444,7 @@ impl<'a> Cursor<'a> {
             return Err(DecodeError::Field("exe_len"));
         }
         let bytes = self.take(len)?;
-        Ok((!bytes.is_empty()).then(|| PathBuf::from(std::ffi::OsStr::from_bytes(bytes))))
+        Ok((!bytes.is_empty()).then(|| PathBuf::from(printable(bytes, MAX_EXE))))
     }
 }
 
@@ -560,6 +569,50 @@ mod tests {
         );
     }
 
+    /// Whether an executable of `info` is none of [`sample`]'s: a flip landed in one.
+    fn flipped_exe(info: &TopicInfo) -> bool {
+        let long = "/x".repeat(200);
+        let ours = [Some("/usr/bin/pub"), Some(&long[..MAX_EXE]), None];
+        let rows = info.subscribers.iter().map(|r| &r.process);
+        std::iter::once(&info.publisher)
+            .chain(rows)
+            .any(|p| !ours.contains(&p.exe.as_deref().and_then(Path::to_str)))
+    }
+
+    #[test]
+    fn executables_decode_to_printable_text() {
+        let mut info = sample(2);
+        let hostile = |name: &[u8]| {
+            let mut path = b"/tmp/".to_vec();
+            path.extend_from_slice(name);
+            Some(PathBuf::from(std::ffi::OsStr::from_bytes(&path)))
+        };
+        info.publisher.exe = hostile(b"pub\x1b]0;owned\x07\x1b[2J");
+        info.subscribers[0].process.exe = hostile(b"sub\xc2\x9b2J\x7f\xff\xc3\xa9");
+        info.subscribers[1].process.exe = hostile(&[0x1b; MAX_EXE]);
+        let back = TopicInfo::decode(&info.encode()).unwrap();
+        let shown = |p: &ProcessInfo| p.exe.as_ref().unwrap().to_str().unwrap().to_owned();
+        assert_eq!(
+            shown(&back.publisher),
+            r"/tmp/pub\u{1b}]0;owned\u{7}\u{1b}[2J"
+        );
+        assert_eq!(
+            shown(&back.subscribers[0].process),
+            "/tmp/sub\\u{9b}2J\\u{7f}\u{fffd}é"
+        );
+        let long = shown(&back.subscribers[1].process);
+        assert!(long.len() <= MAX_EXE, "{long}");
+        assert_eq!(
+            long,
+            format!("/tmp/{}", r"\u{1b}".repeat((MAX_EXE - 5) / 6))
+        );
+        // As the publisher gathers them: already what the record carries.
+        assert_eq!(
+            shown_exe(info.publisher.exe.as_deref().unwrap()),
+            back.publisher.exe.unwrap()
+        );
+    }
+
     #[test]
     fn refuses_every_truncation_extension_and_bad_field() {
         let mut flagged = sample(2);
@@ -578,8 +631,12 @@ mod tests {
                     let mut p = good.clone();
                     p[byte] ^= 1 << bit;
                     if let Ok(info) = TopicInfo::decode(&p) {
-                        // Whatever is accepted is exactly what it encodes to.
-                        assert_eq!(info.encode(), p, "byte {byte} bit {bit}");
+                        // Whatever is accepted is exactly what it encodes to, but for an
+                        // executable made printable (a flip to a control character or a
+                        // byte that is not UTF-8), which is then shown as it encodes.
+                        let again = info.encode();
+                        assert!(again == p || flipped_exe(&info), "byte {byte} bit {bit}");
+                        assert_eq!(TopicInfo::decode(&again), Ok(info));
                     }
                 }
             }

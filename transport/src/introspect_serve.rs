@@ -12,14 +12,15 @@
 //! * A record that the client's socket cannot take at once is dropped with the connection.
 
 use std::os::fd::BorrowedFd;
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use shmcast_core::{Mode, SubscriberId};
 
 use crate::contract::{Contract, MessageType};
-use crate::introspect::{MAX_ROWS, ProcessInfo, SubscriberRow, TopicCounters, TopicInfo};
+use crate::introspect::{
+    MAX_ROWS, ProcessInfo, SubscriberRow, TopicCounters, TopicInfo, shown_exe,
+};
 use crate::shared::Shared;
 use crate::sys;
 
@@ -104,7 +105,7 @@ pub(crate) fn snapshot<'a>(
         publisher: ProcessInfo {
             pid: Some(std::process::id()),
             uid: sys::process::getuid(),
-            exe: std::env::current_exe().ok(),
+            exe: std::env::current_exe().ok().map(|e| shown_exe(&e)),
         },
         uptime: started.elapsed(),
         contract: Contract::new(message.clone(), cfg.max_payload()),
@@ -126,7 +127,8 @@ pub(crate) fn snapshot<'a>(
     }
 }
 
-/// The process at the other end of `conn`, as far as this process may see it.
+/// The process at the other end of `conn`, as far as this process may see it; its executable
+/// made printable (the process chose that name, and it is gathered to be shown).
 pub(crate) fn process_of(conn: BorrowedFd<'_>) -> ProcessInfo {
     let Ok(cred) = sys::net::peer_cred(conn) else {
         return ProcessInfo {
@@ -139,7 +141,9 @@ pub(crate) fn process_of(conn: BorrowedFd<'_>) -> ProcessInfo {
     ProcessInfo {
         pid,
         uid: cred.uid,
-        exe: pid.and_then(|p| std::fs::read_link(PathBuf::from(format!("/proc/{p}/exe"))).ok()),
+        exe: pid
+            .and_then(|p| std::fs::read_link(format!("/proc/{p}/exe")).ok())
+            .map(|e| shown_exe(&e)),
     }
 }
 

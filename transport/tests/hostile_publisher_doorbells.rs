@@ -14,7 +14,8 @@ use shmcast::{Mode, RecvError};
 use std::time::Duration;
 
 /// Doorbells are one byte without descriptors; a publisher flooding the connection with packets
-/// of any size carrying descriptors gets them closed, and its hang-up still ends the stream.
+/// of any size carrying descriptors gets them refused by the kernel where it can (Linux 6.16)
+/// or closed, and its hang-up still ends the stream.
 #[test]
 fn doorbells_carrying_descriptors_are_closed() {
     use rustix::event::{PollFd, PollFlags};
@@ -27,7 +28,7 @@ fn doorbells_carrying_descriptors_are_closed() {
             image.seal();
             let (mut sub, conn) = scene.connected(&image, mode);
             let stray = Memfd::new(4096);
-            let mut sent = 0;
+            let (mut sent, mut refused) = (0, 0);
             for i in 0..512usize {
                 let fds = [stray.fd(), image.ring.fd(), image.cb.fd(), stray.fd()];
                 let fds = &fds[..i % fds.len() + 1];
@@ -40,10 +41,13 @@ fn doorbells_carrying_descriptors_are_closed() {
                 match rustix::net::sendmsg(&conn, &iov, &mut control, flags) {
                     Ok(_) => sent += 1,
                     Err(rustix::io::Errno::AGAIN) => break,
+                    // The subscriber's end takes no descriptors where the kernel can refuse them
+                    // (`SO_PASSRIGHTS`, Linux 6.16): nothing arrives, nothing is left to close.
+                    Err(rustix::io::Errno::PERM) => refused += 1,
                     Err(e) => panic!("{e}"),
                 }
             }
-            assert!(sent > 0);
+            assert!(sent > 0 || refused == 512, "sent {sent}, refused {refused}");
             expect_message(&mut sub, 0);
             // try_recv takes the doorbells when it finds nothing to read.
             for _ in 0..sent / 8 + 2 {

@@ -54,6 +54,14 @@
 //! imported bit, the INFO record's bits): a peer that sets none sends exactly the bytes an
 //! older peer of the same version reads, and an older peer refuses one that sets a bit as an
 //! invalid `flags` field, never misreading it.
+//!
+//! # Text from a peer
+//!
+//! What a peer writes for people (a REFUSE's text, the executables of an INFO record) is made
+//! [`printable`] as it is decoded, and an executable as the publisher reads it from `/proc`,
+//! before anyone can show it: every control character is written as its escape, by the rule
+//! contract names obey (they must hold none), so a peer cannot move the cursor, retitle the
+//! window or clear the screen of whoever shows its text.
 
 use crate::contract::{self, Contract, Expectation, MessageType};
 use shmcast_core::{Mode, Start};
@@ -479,14 +487,12 @@ pub(crate) enum Reply {
     },
     Refuse {
         code: u16,
+        /// Why, for people: [`printable`] once decoded.
         text: String,
     },
     /// A refusal for a contract that does not meet the subscriber's expectation (code 6):
-    /// `text` for people, then the contract itself.
-    Mismatch {
-        text: String,
-        offered: Contract,
-    },
+    /// `text` for people ([`printable`] once decoded), then the contract itself.
+    Mismatch { text: String, offered: Contract },
 }
 
 impl Reply {
@@ -605,7 +611,7 @@ impl Reply {
                 }
                 Ok(Reply::Refuse {
                     code,
-                    text: String::from_utf8_lossy(&p[12..]).into_owned(),
+                    text: printable(&p[12..], REFUSE_MAX_TEXT),
                 })
             }
             kind => Err(DecodeError::Kind(kind)),
@@ -623,8 +629,32 @@ fn push_text(text: &str, max: usize, out: &mut Vec<u8>) {
     out.extend_from_slice(&text.as_bytes()[..end]);
 }
 
+/// `raw` as text that is safe to show on a terminal, in at most `max` bytes: invalid UTF-8
+/// replaced by U+FFFD (as [`String::from_utf8_lossy`] does), every control character (C0 with
+/// ESC, DEL, C1: [`char::is_control`], the test a contract name passes) written as its escape
+/// (`\u{1b}`, `\n`), everything else kept. Text that is printable and within `max` comes back
+/// unchanged; longer text is cut at a character, never within an escape.
+pub(crate) fn printable(raw: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(raw);
+    let mut out = String::with_capacity(text.len().min(max));
+    for c in text.chars() {
+        let escape = c.is_control().then(|| c.escape_default());
+        // An escape is ASCII: one byte a character.
+        let len = escape.as_ref().map_or(c.len_utf8(), ExactSizeIterator::len);
+        if out.len() + len > max {
+            break;
+        }
+        match escape {
+            Some(e) => out.extend(e),
+            None => out.push(c),
+        }
+    }
+    out
+}
+
 /// Decodes a contract refusal whose text is `len` bytes: the text (UTF-8, as long as the
-/// encoder leaves room for) and the contract record after it, every field checked.
+/// encoder leaves room for; made [`printable`]) and the contract record after it, every field
+/// checked.
 fn decode_mismatch(p: &[u8], len: usize) -> Result<Reply, DecodeError> {
     let record = 12 + len;
     if p.len() < record + CONTRACT_RECORD_FIXED {
@@ -644,7 +674,7 @@ fn decode_mismatch(p: &[u8], len: usize) -> Result<Reply, DecodeError> {
     let max_message =
         usize::try_from(u64_at(r, 12)).map_err(|_| DecodeError::Field("max_message"))?;
     Ok(Reply::Mismatch {
-        text: text.to_owned(),
+        text: printable(text.as_bytes(), REFUSE_MAX_TEXT),
         offered: Contract::new(message, max_message),
     })
 }

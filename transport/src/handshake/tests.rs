@@ -195,3 +195,57 @@ fn version_refusals_speak_the_requesters_version_where_they_can() {
         Ok(Reply::Refuse { code: 3, .. })
     ));
 }
+
+/// What a fake publisher could write to a subscriber's terminal: a title, a clear screen, a C1
+/// CSI, DEL, bytes that are not UTF-8.
+const HOSTILE: &str = "\x1b]0;owned\x07\x1b[2J\u{9b}31mbusy\x7f, é\r\n";
+
+#[test]
+fn refusals_decode_to_printable_text() {
+    let shown = r"\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}31mbusy\u{7f}, é\r\n";
+    let r = Reply::refuse(RefuseReason::Busy, HOSTILE);
+    let Ok(Reply::Refuse { code: 4, text }) = Reply::decode(&r.encode()) else {
+        panic!()
+    };
+    assert_eq!(text, shown);
+    let mut raw = r.encode();
+    raw.extend_from_slice(b"\xff\x9b2J");
+    let len = (raw.len() - 12) as u16;
+    raw[10..12].copy_from_slice(&len.to_le_bytes());
+    let Ok(Reply::Refuse { text, .. }) = Reply::decode(&raw) else {
+        panic!()
+    };
+    assert_eq!(text, format!("{shown}\u{fffd}\u{fffd}2J"));
+    let offered = Contract::new(MessageType::schema("app.Tick", 1), 64);
+    let m = Reply::Mismatch {
+        text: HOSTILE.into(),
+        offered: offered.clone(),
+    };
+    assert_eq!(
+        Reply::decode(&m.encode()),
+        Ok(Reply::Mismatch {
+            text: shown.into(),
+            offered
+        })
+    );
+    // Escapes are longer than what they stand for; the text keeps its bound.
+    let r = Reply::refuse(RefuseReason::Busy, "\x1b".repeat(REFUSE_MAX_TEXT));
+    let Ok(Reply::Refuse { text, .. }) = Reply::decode(&r.encode()) else {
+        panic!()
+    };
+    assert_eq!(text, r"\u{1b}".repeat(REFUSE_MAX_TEXT / 6));
+}
+
+#[test]
+fn printable_text_is_left_as_it_is() {
+    for text in [
+        "",
+        "protocol version 2, this build speaks 3",
+        &"é".repeat(100),
+        r"\u{1b}",
+    ] {
+        assert_eq!(printable(text.as_bytes(), 200), text);
+    }
+    assert_eq!(printable("aé".as_bytes(), 2), "a");
+    assert_eq!(printable(b"a\x1b", 6), "a");
+}

@@ -88,6 +88,36 @@ pub(crate) fn lock_dir(dir: &Path, timeout: Duration) -> io::Result<OwnedFd> {
 /// following a symbolic link: in a directory others may write, the file could be replaced
 /// between a check and a `chmod` of the path.
 pub(crate) fn chmod_if_same(path: &Path, id: (u64, u64), mode: u32) -> io::Result<()> {
+    chmod_checked(path, mode, |st| {
+        ((st.st_dev, st.st_ino) == id)
+            .then_some(())
+            .ok_or("the file was replaced before its mode could be set")
+    })
+}
+
+/// [`chmod_if_same`] for a socket this process has just bound at `path`, whose inode it cannot
+/// learn from the socket: sets the mode only if the file there is a socket of our effective
+/// uid. A file swapped in after `bind` (a symbolic link to a file of someone else's, in a
+/// directory another uid may write) is refused, not changed; at worst another socket of ours
+/// gets the mode.
+pub(crate) fn chmod_own_socket(path: &Path, mode: u32) -> io::Result<()> {
+    let uid = rustix::process::geteuid().as_raw();
+    chmod_checked(path, mode, |st| {
+        let socket =
+            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Socket;
+        (socket && st.st_uid == uid)
+            .then_some(())
+            .ok_or("the socket was replaced before its mode could be set")
+    })
+}
+
+/// Opens `path` without following a symbolic link, lets `check` look at what is there, and
+/// sets its mode through the descriptor, so the file checked is the file changed.
+fn chmod_checked(
+    path: &Path,
+    mode: u32,
+    check: impl FnOnce(&rustix::fs::Stat) -> Result<(), &'static str>,
+) -> io::Result<()> {
     let fd = retry_eintr(|| {
         rustix::fs::open(
             path,
@@ -96,14 +126,18 @@ pub(crate) fn chmod_if_same(path: &Path, id: (u64, u64), mode: u32) -> io::Resul
         )
     })?;
     let st = rustix::fs::fstat(&fd)?;
-    if (st.st_dev, st.st_ino) != id {
-        return Err(io::Error::other(
-            "the file was replaced before its mode could be set",
-        ));
-    }
+    check(&st).map_err(io::Error::other)?;
+    let mode = Mode::from_raw_mode(mode);
     let by_fd = format!("/proc/self/fd/{}", fd.as_raw_fd());
-    Ok(rustix::fs::chmod(
-        by_fd.as_str(),
-        Mode::from_raw_mode(mode),
-    )?)
+    match rustix::fs::chmod(by_fd.as_str(), mode) {
+        // No `/proc` (a bare container): the path again, still never following a final link
+        // (`fchmodat2`, Linux 6.6).
+        Err(Errno::NOENT) => Ok(rustix::fs::chmodat(
+            rustix::fs::CWD,
+            path,
+            mode,
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        )?),
+        other => Ok(other?),
+    }
 }

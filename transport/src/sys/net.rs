@@ -10,7 +10,6 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::time::Duration;
 
-use rustix::fs::Mode;
 use rustix::net::sockopt::{self, Timeout};
 use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 
@@ -42,19 +41,23 @@ pub(crate) fn seqpacket_socket() -> io::Result<OwnedFd> {
 ///
 /// The socket file is made 0600 after `bind`, because a socket has no mode to set before its file
 /// exists and the process-wide umask is not ours to change. Nobody can connect in between:
-/// connecting to a socket that is not yet listening is refused. `chmod` follows the path, so
-/// `path` must live in a directory only we can write (the topic directory is 0700). If anything
-/// after `bind` fails, the file is removed again.
+/// connecting to a socket that is not yet listening is refused. The mode is set through a
+/// descriptor of what is at `path`, never following a symbolic link, and only if it is a socket
+/// of ours ([`chmod_own_socket`](super::fs::chmod_own_socket)): in a directory another uid may
+/// write, a file swapped in after `bind` is refused, never changed. If anything after `bind`
+/// fails, the file is removed again.
 pub(crate) fn seqpacket_listen(path: &Path) -> io::Result<OwnedFd> {
     let addr = SocketAddrUnix::new(path)?;
     let sock = seqpacket_socket()?;
     rustix::net::bind(&sock, &addr)?;
-    let setup = rustix::fs::chmod(path, Mode::RUSR | Mode::WUSR)
-        .and_then(|()| rustix::net::listen(&sock, LISTEN_BACKLOG));
+    let setup = super::fs::chmod_own_socket(path, 0o600)
+        .and_then(|()| Ok(rustix::net::listen(&sock, LISTEN_BACKLOG)?));
     if let Err(err) = setup {
         // We just created this file; left behind, it would look like a crashed publisher's.
+        // (`unlink` never follows a link: if the file was swapped, what goes is what the other
+        // uid put there.)
         let _ = rustix::fs::unlink(path);
-        return Err(err.into());
+        return Err(err);
     }
     Ok(sock)
 }

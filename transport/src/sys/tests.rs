@@ -559,3 +559,26 @@ fn runnable_threads_counts_at_least_the_caller() {
     let n = runnable_threads().expect("/proc/loadavg is readable and parses");
     assert!(n >= 1, "{n} runnable threads, the caller included");
 }
+
+/// What a uid that may write the socket's directory can swap in after `bind` is refused, never
+/// changed: a symbolic link (to a file of someone else's), a file of another kind. Only a
+/// socket of ours gets the mode.
+#[test]
+fn a_socket_mode_is_set_only_on_a_socket_of_ours_never_through_a_link() {
+    let dir = TempDir::new();
+    let victim = dir.0.join("victim");
+    std::fs::write(&victim, b"x").unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let link = dir.0.join("link.sock");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    assert!(chmod_own_socket(&link, 0o600).is_err());
+    let mode =
+        |p: &std::path::Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&victim), 0o644, "the link's target is untouched");
+    assert!(chmod_own_socket(&victim, 0o600).is_err(), "not a socket");
+    assert_eq!(mode(&victim), 0o644);
+    let path = dir.0.join("topic.sock");
+    let _listener = seqpacket_listen(&path).unwrap();
+    chmod_own_socket(&path, 0o640).unwrap();
+    assert_eq!(mode(&path), 0o640);
+}
