@@ -102,6 +102,46 @@ fn admitted_connections_never_take_the_publishers_descriptor_reserve() {
     fds.check();
 }
 
+/// The same reserve against bursts: a same-uid process opens connections 48 at a time, sends a
+/// HELLO on each before reading any answer, and keeps them all. Admissions checked one by one
+/// against descriptors opened since (the burst's later connections) still leave the program its
+/// reserve: a publisher with a limit of 64 descriptors that opens and closes 8 files all along
+/// never fails to.
+#[test]
+fn bursts_of_connections_never_take_the_publishers_descriptor_reserve() {
+    use shmcast::test_support::{raw_connect, sample_hellos};
+    let t = topic("burst");
+    let mut publisher = child::spawn("few-descriptors-busy", std::slice::from_ref(&t));
+    let line = publisher.expect_line("bound ");
+    let path = std::path::PathBuf::from(line[line.find("bound ").unwrap() + 6..].trim());
+    let hello = &sample_hellos()[0];
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let burst: Vec<OwnedFd> = (0..48).filter_map(|_| raw_connect(&path).ok()).collect();
+        for conn in &burst {
+            send_raw(conn, hello);
+        }
+        held.extend(burst);
+        // Let the publisher's thread answer the burst while its program goes on opening files.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let info = shmcast::Inspector::new(&t).inspect().unwrap();
+    assert!(
+        info.subscriber_count >= 8,
+        "only {} admitted",
+        info.subscriber_count
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        !publisher.printed("cannot open"),
+        "the publisher ran out of descriptors with {} subscribers admitted",
+        info.subscriber_count
+    );
+    drop(held);
+    publisher.kill();
+    let _ = std::fs::remove_file(&path);
+}
+
 /// A subscriber that parks its own end of the connection in the publisher's receive queue
 /// (`SCM_RIGHTS`), then exits, does not stay admitted: the kernel refuses the descriptor where
 /// it can (Linux 6.16 and later), and otherwise the publisher reads and drops it (a lossy
@@ -188,6 +228,7 @@ fn role_entry() {
         "subscriber" => roles::subscriber(&args),
         "clients" => role_clients(&args),
         "few-descriptors" => role_few_descriptors(&args),
+        "few-descriptors-busy" => role_few_descriptors_busy(&args),
         "short-subscriber" => role_short_subscriber(&args),
         other => panic!("unknown role {other}"),
     }
@@ -222,6 +263,33 @@ fn role_few_descriptors(args: &[String]) {
                 }
             }
             opened = true;
+        }
+        publisher.send(&seq.to_le_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// args: topic. Lowers its descriptor limit to 64, binds (printing `bound PATH`) and publishes
+/// a message every millisecond, opening and closing 8 files each time, as the rest of a busy
+/// program would; prints `cannot open` and exits if it cannot.
+fn role_few_descriptors_busy(args: &[String]) {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let hard = getrlimit(Resource::Nofile).maximum;
+    setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: Some(64),
+            maximum: hard,
+        },
+    )
+    .unwrap();
+    let mut publisher = Publisher::builder(&args[0]).bind().unwrap();
+    println!("bound {}", publisher.path().display());
+    for seq in 0u64.. {
+        let files: Result<Vec<_>, _> = (0..8).map(|_| std::fs::File::open("/dev/null")).collect();
+        if let Err(e) = files {
+            println!("cannot open: {e}");
+            std::process::exit(3);
         }
         publisher.send(&seq.to_le_bytes()).unwrap();
         std::thread::sleep(Duration::from_millis(1));
