@@ -176,8 +176,9 @@ typedef enum shmcast_error {
      */
     SHMCAST_EBUSY = -2,
     /**
-     * The call would have to wait: no message is ready (receive with `timeout_ms == 0`), or the
-     * ring is full (loan or send with `timeout_ms == 0`).
+     * The call would have to wait (`timeout_ms == 0`): no message is ready (receive), the ring
+     * is full (loan or send), or fewer subscribers than asked for are connected
+     * (`shmcast_publisher_wait_for_subscribers`).
      */
     SHMCAST_EAGAIN = -3,
     /**
@@ -185,9 +186,13 @@ typedef enum shmcast_error {
      */
     SHMCAST_ETIMEDOUT = -4,
     /**
-     * This subscriber missed messages (overwritten before it read them). The count is in
-     * `shmcast_last_lagged_count()`; receiving again continues in order with the oldest message
-     * still in the ring.
+     * This subscriber missed messages: overwritten before it read them, and skipped to where it
+     * resumes. The exact count is in `shmcast_last_lagged_count()`. Receiving again continues in
+     * order where the `resume` option of `shmcast_subscriber_options` says: by default
+     * (`SHMCAST_RESUME_SLACK`) two of the largest messages ahead of where the publisher
+     * overwrites next, so that the next read has time to finish; `SHMCAST_RESUME_OLDEST`
+     * continues with the oldest message still in the ring, `SHMCAST_RESUME_NEWEST` with the
+     * newest.
      */
     SHMCAST_ELAGGED = -5,
     /**
@@ -1027,8 +1032,9 @@ int shmcast_publisher_subscribers(struct shmcast_publisher *pub,
  * it: call this before the first message when every subscriber must see the whole stream.
  *
  * Errors: `SHMCAST_EINVAL` (null `pub`, `timeout_ms < -1`), `SHMCAST_EBUSY` (a loan is
- * outstanding), `SHMCAST_ETIMEDOUT` (fewer than `n` connected in time; the message says how
- * many were).
+ * outstanding), `SHMCAST_EAGAIN` (`timeout_ms == 0` and fewer than `n` connected),
+ * `SHMCAST_ETIMEDOUT` (fewer than `n` connected in time); the message of either says how many
+ * were.
  *
  * Threads: callable from any thread, but not concurrently with another call on the same
  * handle.

@@ -25,14 +25,19 @@ pub enum shmcast_error {
     SHMCAST_EINVAL = -1,
     /// The handle has an outstanding loan (publisher) or sample (subscriber); end it first.
     SHMCAST_EBUSY = -2,
-    /// The call would have to wait: no message is ready (receive with `timeout_ms == 0`), or the
-    /// ring is full (loan or send with `timeout_ms == 0`).
+    /// The call would have to wait (`timeout_ms == 0`): no message is ready (receive), the ring
+    /// is full (loan or send), or fewer subscribers than asked for are connected
+    /// (`shmcast_publisher_wait_for_subscribers`).
     SHMCAST_EAGAIN = -3,
     /// The timeout passed before a message, ring space or the handshake's answer arrived.
     SHMCAST_ETIMEDOUT = -4,
-    /// This subscriber missed messages (overwritten before it read them). The count is in
-    /// `shmcast_last_lagged_count()`; receiving again continues in order with the oldest message
-    /// still in the ring.
+    /// This subscriber missed messages: overwritten before it read them, and skipped to where it
+    /// resumes. The exact count is in `shmcast_last_lagged_count()`. Receiving again continues in
+    /// order where the `resume` option of `shmcast_subscriber_options` says: by default
+    /// (`SHMCAST_RESUME_SLACK`) two of the largest messages ahead of where the publisher
+    /// overwrites next, so that the next read has time to finish; `SHMCAST_RESUME_OLDEST`
+    /// continues with the oldest message still in the ring, `SHMCAST_RESUME_NEWEST` with the
+    /// newest.
     SHMCAST_ELAGGED = -5,
     /// The publisher is gone and every message it published has been received.
     SHMCAST_EDISCONNECTED = -6,

@@ -12,7 +12,7 @@
 //! so C callers are told to publish promptly. The lock is a futex on Linux, with no owning
 //! thread: a loan may be finished on another thread than the one that took it.
 
-use crate::error::{Failure, SHMCAST_ETIMEDOUT, guard, guard_value};
+use crate::error::{Failure, SHMCAST_EAGAIN, SHMCAST_ETIMEDOUT, guard, guard_value};
 use crate::options::{
     SHMCAST_MODE_GATING, SHMCAST_MODE_LOSSY, Wait, publisher_builder, shmcast_publisher_options,
     topic_arg,
@@ -21,6 +21,7 @@ use shmcast_transport::{Loan, MessageType, Mode, Publisher};
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::os::unix::ffi::OsStrExt;
 use std::ptr::NonNull;
+use std::time::Duration;
 
 /// A publisher: the single writer of a topic. Opaque; create with `shmcast_publisher_create`,
 /// free with `shmcast_publisher_destroy`.
@@ -614,8 +615,9 @@ pub unsafe extern "C" fn shmcast_publisher_subscribers(
 /// it: call this before the first message when every subscriber must see the whole stream.
 ///
 /// Errors: `SHMCAST_EINVAL` (null `pub`, `timeout_ms < -1`), `SHMCAST_EBUSY` (a loan is
-/// outstanding), `SHMCAST_ETIMEDOUT` (fewer than `n` connected in time; the message says how
-/// many were).
+/// outstanding), `SHMCAST_EAGAIN` (`timeout_ms == 0` and fewer than `n` connected),
+/// `SHMCAST_ETIMEDOUT` (fewer than `n` connected in time); the message of either says how many
+/// were.
 ///
 /// Threads: callable from any thread, but not concurrently with another call on the same
 /// handle.
@@ -634,12 +636,20 @@ pub unsafe extern "C" fn shmcast_publisher_wait_for_subscribers(
         // SAFETY: the caller promises null or a live handle used by this thread only.
         let p = unsafe { handle(r#pub) }?.idle()?;
         let timeout = match Wait::from_ms(timeout_ms)? {
-            Wait::Never => std::time::Duration::ZERO,
-            Wait::Forever => std::time::Duration::MAX,
+            Wait::Never => Duration::ZERO,
+            Wait::Forever => Duration::MAX,
             Wait::For(t) => t,
         };
-        p.wait_for_subscribers(n, timeout)
-            .map(drop)
-            .map_err(|e| Failure::new(SHMCAST_ETIMEDOUT, e))
+        p.wait_for_subscribers(n, timeout).map(drop).map_err(|e| {
+            if timeout.is_zero() {
+                let (wanted, connected) = (e.wanted, e.connected);
+                Failure::new(
+                    SHMCAST_EAGAIN,
+                    format_args!("would wait for {wanted} subscribers ({connected} connected)"),
+                )
+            } else {
+                Failure::new(SHMCAST_ETIMEDOUT, e)
+            }
+        })
     })
 }

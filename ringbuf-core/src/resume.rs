@@ -52,8 +52,9 @@ use crate::sync::{Ordering, fence};
 /// whatever the policy.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Resume {
-    /// The oldest message the writer will not reach before it has written half a ring: enough
-    /// slack for a read of the largest message to finish, and as much history as that allows.
+    /// The first message two of the largest messages (at most half a ring) ahead of the bytes
+    /// the writer overwrites next: enough slack for a read of the largest message to finish,
+    /// and as much history as that allows.
     /// The default, chosen by measurement (`docs/performance.md`, "Decisions").
     #[default]
     Slack,

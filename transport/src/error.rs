@@ -589,8 +589,14 @@ pub enum RecvError {
     Empty,
     /// `recv_timeout`: nothing arrived in time.
     Timeout,
-    /// The publisher overwrote this many messages before this (lossy) subscriber read them.
-    /// Receiving continues in order with the oldest message still available.
+    /// The publisher lapped this (lossy) subscriber, which missed exactly this many messages:
+    /// those overwritten before it read them and those it skips to its resume point. Receiving
+    /// continues in order from where the subscriber's [`Resume`](crate::Resume) policy puts it
+    /// ([`SubscriberBuilder::resume`](crate::SubscriberBuilder::resume)): by default
+    /// ([`Resume::Slack`](crate::Resume::Slack)) two of the largest messages ahead of where the
+    /// publisher overwrites next, so that the next read has time to finish;
+    /// [`Resume::Oldest`](crate::Resume::Oldest) continues with the oldest message still in the
+    /// ring, [`Resume::Newest`](crate::Resume::Newest) with the newest.
     Lagged(u64),
     /// The publisher is gone and every message it committed has been received.
     Disconnected,

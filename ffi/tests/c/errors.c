@@ -205,6 +205,9 @@ static void one_loan_one_sample(const char *prefix) {
     EXPECT_TRUE(popts.stall_bound_ms == 5000);
     EXPECT(shmcast_publisher_wait_for_subscribers(NULL, 1, 0), SHMCAST_EINVAL);
     EXPECT(shmcast_publisher_wait_for_subscribers(pub, 1, -2), SHMCAST_EINVAL);
+    /* As for every call with a timeout: 0 never waits (EAGAIN), a positive one runs out. */
+    EXPECT(shmcast_publisher_wait_for_subscribers(pub, 1, 0), SHMCAST_EAGAIN);
+    EXPECT_TRUE(strstr(shmcast_last_error_message(), "(0 connected)") != NULL);
     EXPECT(shmcast_publisher_wait_for_subscribers(pub, 1, 20), SHMCAST_ETIMEDOUT);
     EXPECT_TRUE(strstr(shmcast_last_error_message(), "(0 connected)") != NULL);
     CHECK_OK(shmcast_publisher_wait_for_subscribers(pub, 0, 0));

@@ -64,12 +64,14 @@ impl SubscriberBuilder {
         self
     }
 
-    /// Where a lossy subscriber continues after the publisher lapped it: with the newest
-    /// message ([`Resume::Newest`], the default), or with the oldest still in the ring
-    /// ([`Resume::Oldest`]: the most history, but the publisher overwrites that message next, so
-    /// a subscriber slower than the publisher is soon lapped again). Either way the receive first
-    /// reports [`RecvError::Lagged`](crate::RecvError::Lagged) with the exact number missed. A
-    /// gating subscriber uses it only once demoted.
+    /// Where a lossy subscriber continues after the publisher lapped it: two of the largest
+    /// messages ahead of where the publisher overwrites next ([`Resume::Slack`], the default:
+    /// history it can still read before it is lapped again), with the newest message
+    /// ([`Resume::Newest`]), or with the oldest still in the ring ([`Resume::Oldest`]: the most
+    /// history, but the publisher overwrites that message next, so a subscriber slower than the
+    /// publisher is soon lapped again). Either way the receive first reports
+    /// [`RecvError::Lagged`](crate::RecvError::Lagged) with the exact number missed. A gating
+    /// subscriber uses it only once demoted.
     ///
     /// ```no_run
     /// use shmcast::{Resume, Subscriber};

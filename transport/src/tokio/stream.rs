@@ -53,6 +53,9 @@ impl Deref for Message {
 /// loop that logs errors and goes on still ends. It is a
 /// [`FusedStream`](futures_core::FusedStream): `None` for good once ended.
 ///
+/// `next()` below is `futures_util::StreamExt`'s: a dependency of its own (`futures-util`, or
+/// `futures`, or `tokio-stream` with `tokio_stream::StreamExt`), as tokio has none.
+///
 /// ```no_run
 /// use futures_util::StreamExt;
 /// use shmcast::tokio::AsyncSubscriber;
