@@ -334,15 +334,11 @@ impl Server {
             // own end, which would keep the connection open after its process exits).
             sys::net::refuse_descriptors(sock.as_fd())?;
             sys::event::epoll_del(self.epoll.as_fd(), sock.as_fd())?;
-            if hello.mode == Mode::Lossy {
-                // A lossy subscriber has nothing to say: whatever it sends is read and dropped
-                // here, descriptors included where the kernel cannot refuse them.
-                sys::event::epoll_add_with_hangup(self.epoll.as_fd(), sock.as_fd(), token)?;
-            } else {
-                // A gating subscriber's doorbells are the publisher's, read while it waits for
-                // space.
-                sys::event::epoll_add_hangup(self.epoll.as_fd(), sock.as_fd(), token)?;
-            }
+            // A lossy subscriber has nothing to say: whatever it sends is read and dropped here,
+            // descriptors included where the kernel cannot refuse them. A gating subscriber's
+            // doorbells are the publisher's, read while it waits for space.
+            let lossy = hello.mode == Mode::Lossy;
+            sys::event::epoll_add_hangup(self.epoll.as_fd(), sock.as_fd(), token, lossy)?;
             Ok((cb_fd, region))
         })();
         let (cb_fd, region) = match prepared {

@@ -234,20 +234,25 @@ fn role_entry() {
     }
 }
 
-/// args: topic. Lowers its descriptor limit to 64, binds (printing `bound PATH`) and publishes
-/// a message every millisecond. Once it has refused a subscriber it opens 8 files, as the rest
-/// of a program would, and prints `opened 8 files`, or `cannot open` and exits.
-fn role_few_descriptors(args: &[String]) {
+/// Lowers this process's descriptor limit (the soft one) to `n`.
+fn limit_descriptors(n: u64) {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let hard = getrlimit(Resource::Nofile).maximum;
     setrlimit(
         Resource::Nofile,
         Rlimit {
-            current: Some(64),
+            current: Some(n),
             maximum: hard,
         },
     )
     .unwrap();
+}
+
+/// args: topic. Lowers its descriptor limit to 64, binds (printing `bound PATH`) and publishes
+/// a message every millisecond. Once it has refused a subscriber it opens 8 files, as the rest
+/// of a program would, and prints `opened 8 files`, or `cannot open` and exits.
+fn role_few_descriptors(args: &[String]) {
+    limit_descriptors(64);
     let mut publisher = Publisher::builder(&args[0]).bind().unwrap();
     println!("bound {}", publisher.path().display());
     let mut opened = false;
@@ -273,16 +278,7 @@ fn role_few_descriptors(args: &[String]) {
 /// a message every millisecond, opening and closing 8 files each time, as the rest of a busy
 /// program would; prints `cannot open` and exits if it cannot.
 fn role_few_descriptors_busy(args: &[String]) {
-    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let hard = getrlimit(Resource::Nofile).maximum;
-    setrlimit(
-        Resource::Nofile,
-        Rlimit {
-            current: Some(64),
-            maximum: hard,
-        },
-    )
-    .unwrap();
+    limit_descriptors(64);
     let mut publisher = Publisher::builder(&args[0]).bind().unwrap();
     println!("bound {}", publisher.path().display());
     for seq in 0u64.. {

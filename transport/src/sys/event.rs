@@ -170,33 +170,24 @@ pub(crate) fn epoll_add(epfd: BorrowedFd<'_>, fd: BorrowedFd<'_>, token: u64) ->
     )?)
 }
 
-/// `epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLRDHUP)`—Registers `fd` for hang-ups and errors
-/// only: data arriving on it does not wake this epoll instance.
+/// `epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLRDHUP [| EPOLLIN])`—Registers `fd` for hang-ups
+/// and errors, and level-triggered for data only if `data`: without it, data arriving on `fd`
+/// does not wake this epoll instance.
 pub(crate) fn epoll_add_hangup(
     epfd: BorrowedFd<'_>,
     fd: BorrowedFd<'_>,
     token: u64,
+    data: bool,
 ) -> io::Result<()> {
+    let mut flags = epoll::EventFlags::RDHUP;
+    if data {
+        flags |= epoll::EventFlags::IN;
+    }
     Ok(epoll::add(
         epfd,
         fd,
         epoll::EventData::new_u64(token),
-        epoll::EventFlags::RDHUP,
-    )?)
-}
-
-/// `epoll_ctl(epfd, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLRDHUP)`—Registers `fd` level-triggered
-/// for data and hang-ups.
-pub(crate) fn epoll_add_with_hangup(
-    epfd: BorrowedFd<'_>,
-    fd: BorrowedFd<'_>,
-    token: u64,
-) -> io::Result<()> {
-    Ok(epoll::add(
-        epfd,
-        fd,
-        epoll::EventData::new_u64(token),
-        epoll::EventFlags::IN | epoll::EventFlags::RDHUP,
+        flags,
     )?)
 }
 
