@@ -333,6 +333,9 @@ impl Server {
             // refused where the kernel can, so that no subscriber parks one in our queue (its
             // own end, which would keep the connection open after its process exits).
             sys::net::refuse_descriptors(sock.as_fd())?;
+            // What it queued before that, between its request and now, goes (descriptors
+            // closed): a gating connection is otherwise read only while the publisher waits.
+            wake::drain_admitted(sock.as_fd());
             sys::event::epoll_del(self.epoll.as_fd(), sock.as_fd())?;
             // A lossy subscriber has nothing to say: whatever it sends is read and dropped here,
             // descriptors included where the kernel cannot refuse them. A gating subscriber's

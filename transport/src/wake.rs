@@ -75,6 +75,22 @@ pub(crate) fn drain_doorbells(sock: BorrowedFd<'_>) -> bool {
     true
 }
 
+/// Takes everything queued on `sock` (a connection just admitted, whose peer can send no more
+/// descriptors), closing what it carried: nothing a subscriber sends before its welcome is a
+/// doorbell. Bounded by what one connection can queue.
+pub(crate) fn drain_admitted(sock: BorrowedFd<'_>) {
+    let mut buf = [0u8; 16];
+    for _ in 0..ADMISSION_DRAIN_MAX {
+        match sys::packet::recv_with_fds(sock, &mut buf, 0) {
+            Ok(_) | Err(RecvFdsError::WrongFdCount { .. } | RecvFdsError::Truncated) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Most packets [`drain_admitted`] takes: more than a connection's send buffer can queue.
+const ADMISSION_DRAIN_MAX: usize = 4096;
+
 /// What the writer keeps per subscriber: how to reach it.
 pub(crate) struct Link {
     /// Its connection: the doorbell a subscriber waiting in an event loop watches, and on which

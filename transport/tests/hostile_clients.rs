@@ -143,45 +143,57 @@ fn bursts_of_connections_never_take_the_publishers_descriptor_reserve() {
 }
 
 /// A subscriber that parks its own end of the connection in the publisher's receive queue
-/// (`SCM_RIGHTS`), then exits, does not stay admitted: the kernel refuses the descriptor where
-/// it can (Linux 6.16 and later), and otherwise the publisher reads and drops it (a lossy
-/// subscriber's data at once, a gating one's when the publisher waits for its space), which
-/// closes the connection. Each mode in turn, with messages flowing.
+/// (`SCM_RIGHTS`), then exits, does not stay admitted, lossy or gating, whether it sends it once
+/// admitted or right behind its request, before the answer: the kernel refuses descriptors on
+/// an admitted connection where it can (Linux 6.16 and later), what was queued before admission
+/// is dropped then, and a lossy subscriber's data is read and dropped at once. The publisher
+/// publishes nothing meanwhile, so it never waits for space (where it would read a gating
+/// connection anyway).
 #[test]
 fn a_subscriber_cannot_stay_admitted_by_parking_its_connection_in_the_publisher() {
     use shmcast::Mode;
-    use shmcast::test_support::{raw_handshake_as, try_send_fds};
+    use shmcast::test_support::{raw_connect, raw_handshake_as, sample_hellos, try_send_fds};
     use std::os::fd::AsFd;
     let fds = FdGuard::new();
-    for mode in [Mode::Lossy, Mode::Gating] {
-        let t = topic(&format!("parked-{mode:?}"));
-        let mut publisher = Publisher::builder(&t)
-            .capacity(4096)
-            .stall_bound(Some(WATCHDOG))
-            .bind()
-            .unwrap();
-        let (ring_and_block, sock) = raw_handshake_as(publisher.path(), mode).unwrap().unwrap();
-        publisher
-            .wait_for_subscribers(1, WATCHDOG)
-            .expect("admitted");
-        // Refused by the kernel (EPERM) or queued; either way the process then leaves.
-        let _ = try_send_fds(sock.as_fd(), &[sock.as_fd()]);
-        drop((ring_and_block, sock));
-        let deadline = Instant::now() + WATCHDOG;
-        let mut seq = 0u64;
-        while publisher.stats().departed == 0 {
-            assert!(
-                Instant::now() < deadline,
-                "watchdog: {mode:?} subscriber still admitted after its process left: {:?}",
-                publisher.stats()
+    // sample_hellos: gating then lossy, each from the newest message with no expectation first.
+    let hellos = sample_hellos();
+    for (mode, hello) in [(Mode::Lossy, &hellos[8]), (Mode::Gating, &hellos[0])] {
+        // Sent once admitted, and sent behind the request, before the publisher answers it.
+        for early in [false, true] {
+            let t = topic(&format!("parked-{mode:?}-{early}"));
+            let publisher = Publisher::builder(&t)
+                .capacity(1 << 20)
+                .stall_bound(Some(WATCHDOG))
+                .bind()
+                .unwrap();
+            if early {
+                let sock = raw_connect(publisher.path()).unwrap();
+                send_raw(&sock, hello);
+                let _ = try_send_fds(sock.as_fd(), &[sock.as_fd()]);
+                publisher
+                    .wait_for_subscribers(1, WATCHDOG)
+                    .expect("admitted");
+                drop(sock);
+            } else {
+                let (ring_and_block, sock) =
+                    raw_handshake_as(publisher.path(), mode).unwrap().unwrap();
+                publisher
+                    .wait_for_subscribers(1, WATCHDOG)
+                    .expect("admitted");
+                // Refused by the kernel (EPERM) or queued; either way the process then leaves.
+                let _ = try_send_fds(sock.as_fd(), &[sock.as_fd()]);
+                drop((ring_and_block, sock));
+            }
+            // Nothing is published: the publisher never waits for space, so only its server
+            // thread can notice the departure.
+            common::until(
+                &format!("{mode:?} subscriber (descriptor sent early: {early}) still admitted"),
+                || publisher.stats().departed == 1,
             );
-            // A gating subscriber that never reads fills the ring: the publisher waits for it.
-            publisher.send(&seq.to_le_bytes()).unwrap();
-            seq += 1;
+            let stats = publisher.stats();
+            assert_eq!(stats.demotions, 0, "it left, it was not demoted: {stats:?}");
+            assert!(stats.subscribers.is_empty(), "{stats:?}");
         }
-        let stats = publisher.stats();
-        assert_eq!(stats.demotions, 0, "it left, it was not demoted: {stats:?}");
-        assert!(stats.subscribers.is_empty(), "{stats:?}");
     }
     fds.check();
 }

@@ -51,6 +51,13 @@ pub(crate) fn seqpacket_listen(path: &Path) -> io::Result<OwnedFd> {
     let sock = seqpacket_socket()?;
     rustix::net::bind(&sock, &addr)?;
     let setup = super::fs::chmod_own_socket(path, 0o600)
+        .map_err(|e| match e.kind() {
+            // Not a missing directory (it was there for `bind`): the socket went.
+            io::ErrorKind::NotFound => {
+                io::Error::other("the socket was removed before its mode could be set")
+            }
+            _ => e,
+        })
         .and_then(|()| Ok(rustix::net::listen(&sock, LISTEN_BACKLOG)?));
     if let Err(err) = setup {
         // We just created this file; left behind, it would look like a crashed publisher's.
