@@ -23,6 +23,10 @@
  *                    an io_uring FUTEX_WAIT (Linux 6.7 and later) on the word in flight, the
  *                    ring's descriptor (readable when a completion is posted) in its epoll set
  *  10 uring-nested   the same ring's descriptor inside a set inside the listener's set
+ *  11 mq-direct      mq_send of one byte on a POSIX message queue through the publisher's own
+ *                    open (O_NONBLOCK on its own open file, which no reader can clear); the
+ *                    listener's open of the queue directly in its epoll set
+ *  12 mq-nested      the queue inside a set inside the listener's set
  *
  * The io_uring ways take IORING_SETUP flags from the environment (UFLAGS=0x100 for
  * COOP_TASKRUN, 0x3000 for SINGLE_ISSUER | DEFER_TASKRUN; default none).
@@ -32,7 +36,7 @@
  * subscriber's wake is the doorbell's"), not part of the comparison binary:
  *
  *   cc -O2 -o doorbell_wake benches/experiments/doorbell_wake.c
- *   for r in 1 2 3 4 5; do for m in 0 1 2 3 4 5 6 7 8 9 10; do ./doorbell_wake $m; done; done
+ *   for r in 1 2 3 4 5; do for m in 0 1 2 3 4 5 6 7 8 9 10 11 12; do ./doorbell_wake $m; done; done
  *   ./doorbell_wake MODE [INTERVAL_US]
  */
 #define _GNU_SOURCE
@@ -54,6 +58,8 @@
 #include <unistd.h>
 #include <linux/io_uring.h>
 #include <string.h>
+#include <mqueue.h>
+#include <fcntl.h>
 
 /* Not in every distribution's headers yet (Linux 6.7 added them). */
 #define OP_FUTEX_WAIT 51
@@ -63,11 +69,12 @@
 #define WARMUP 200
 
 enum { FUTEX, SOCKET_NESTED, SOCKET_DIRECT, EVENTFD_DIRECT, EVENTFD_NESTED, SOCKET_RECV, SOCKET_POLL,
-       TIMER_NESTED, TIMER_DIRECT, URING_DIRECT, URING_NESTED, MODES };
+       TIMER_NESTED, TIMER_DIRECT, URING_DIRECT, URING_NESTED, MQ_DIRECT, MQ_NESTED, MODES };
 static const char *const NAMES[MODES] = {"futex", "socket-nested", "socket-direct",
                                          "eventfd-direct", "eventfd-nested", "socket-recv",
                                          "socket-poll", "timer-nested", "timer-direct",
-                                         "uring-direct", "uring-nested"};
+                                         "uring-direct", "uring-nested", "mq-direct",
+                                         "mq-nested"};
 
 struct shared {
     _Atomic uint32_t word;
@@ -171,11 +178,11 @@ static void add(int set, int fd, uint32_t events) {
 }
 
 /* The listener: waits MESSAGES times, each bounded, and records each wake's latency. */
-static void listen_all(int mode, struct shared *s, int sock, int efd, int tfd) {
+static void listen_all(int mode, struct shared *s, int sock, int efd, int tfd, int mq) {
     int set = epoll_create1(0), inner = epoll_create1(0);
     int timer = mode == TIMER_NESTED || mode == TIMER_DIRECT;
     int nested = mode == SOCKET_NESTED || mode == EVENTFD_NESTED || mode == TIMER_NESTED ||
-                 mode == URING_NESTED;
+                 mode == URING_NESTED || mode == MQ_NESTED;
     int uring = mode == URING_DIRECT || mode == URING_NESTED, pending = 0;
     struct uring u;
     if (uring)
@@ -183,12 +190,13 @@ static void listen_all(int mode, struct shared *s, int sock, int efd, int tfd) {
     int source = uring ? u.fd
                  : mode == EVENTFD_DIRECT || mode == EVENTFD_NESTED ? efd
                  : timer ? tfd
+                 : mode == MQ_DIRECT || mode == MQ_NESTED ? mq
                          : sock;
     if (nested) {
         add(inner, source, timer ? EPOLLIN | EPOLLET : EPOLLIN);
         add(set, inner, EPOLLIN | EPOLLET);
     } else if (mode == SOCKET_DIRECT || mode == EVENTFD_DIRECT || mode == TIMER_DIRECT ||
-               mode == URING_DIRECT) {
+               mode == URING_DIRECT || mode == MQ_DIRECT) {
         add(set, source, EPOLLIN | EPOLLET);
     }
     for (uint32_t i = 0; i < MESSAGES; i++) {
@@ -238,7 +246,9 @@ static void listen_all(int mode, struct shared *s, int sock, int efd, int tfd) {
                 while (recv(sock, buf, sizeof buf, MSG_DONTWAIT) > 0) {
                 }
             else if (source == efd && read(efd, &v, sizeof v) < 0) {
-            }
+            } else if (source == mq)
+                while (mq_receive(mq, buf, sizeof buf, NULL) > 0) {
+                }
             if (nested)
                 epoll_wait(inner, &ev, 1, 0);
         }
@@ -253,7 +263,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: doorbell_wake MODE [INTERVAL_US] (modes: 0 futex, 1 socket-nested, "
                         "2 socket-direct, 3 eventfd-direct, 4 eventfd-nested, 5 socket-recv, "
                         "6 socket-poll, 7 timer-nested, 8 timer-direct, 9 uring-direct, "
-                        "10 uring-nested)\n");
+                        "10 uring-nested, 11 mq-direct, 12 mq-nested)\n");
         return 2;
     }
     struct shared *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
@@ -266,9 +276,23 @@ int main(int argc, char **argv) {
     int efd = eventfd(0, EFD_NONBLOCK);
     int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
     const struct itimerspec soon = {.it_value = {.tv_sec = 0, .tv_nsec = 1}};
+    /* Two opens of one queue: the listener's, and the publisher's own, non-blocking. */
+    int mq_listen = -1, mq_publish = -1;
+    if (mode == MQ_DIRECT || mode == MQ_NESTED) {
+        char name[64];
+        snprintf(name, sizeof name, "/doorbell-wake-%d", (int)getpid());
+        struct mq_attr attr = {.mq_maxmsg = 1, .mq_msgsize = 16};
+        mq_listen = mq_open(name, O_RDONLY | O_NONBLOCK | O_CREAT | O_EXCL, 0600, &attr);
+        mq_publish = mq_open(name, O_WRONLY | O_NONBLOCK);
+        mq_unlink(name);
+        if (mq_listen < 0 || mq_publish < 0) {
+            perror("mq_open");
+            return 1;
+        }
+    }
     pid_t child = fork();
     if (child == 0) {
-        listen_all(mode, s, pair[1], efd, tfd);
+        listen_all(mode, s, pair[1], efd, tfd, mq_listen);
         _exit(0);
     }
     usleep(20000);
@@ -283,6 +307,8 @@ int main(int argc, char **argv) {
             syscall(SYS_futex, &s->word, FUTEX_WAKE, 1, NULL, NULL, 0);
         } else if (mode == TIMER_NESTED || mode == TIMER_DIRECT) {
             timerfd_settime(tfd, 0, &soon, NULL);
+        } else if (mode == MQ_DIRECT || mode == MQ_NESTED) {
+            mq_send(mq_publish, "x", 1, 0); /* EAGAIN when one is pending: enough */
         } else if (mode != EVENTFD_DIRECT && mode != EVENTFD_NESTED) {
             send(pair[0], "x", 1, MSG_DONTWAIT);
         } else {
