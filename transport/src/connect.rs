@@ -214,7 +214,7 @@ const CLOSED_BEFORE_HANDSHAKE: &str = "the publisher closed the connection befor
 /// Whether `e`, from [`exchange`], says that the publisher went away or did not answer in time:
 /// a subscriber still willing to wait for a publisher tries again, as the topic's next publisher
 /// (a restarted one) may already be there, or this one may answer a new connection.
-fn publisher_gone(e: &ConnectError) -> bool {
+pub(crate) fn publisher_gone(e: &ConnectError) -> bool {
     match e {
         ConnectError::HandshakeTimeout | ConnectError::Protocol(ProtocolError::Closed) => true,
         ConnectError::Refused { code, reason } => {

@@ -284,28 +284,9 @@ fn waits_for_a_publisher_that_appears_later() {
 /// a subscriber with a connect timeout tries again and connects to the topic's next publisher.
 #[test]
 fn a_publisher_gone_during_the_handshake_is_waited_out_until_the_next_one() {
-    use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
     let fds = FdGuard::new();
     let t = topic("gone-in-handshake");
-    // Where the topic's socket lives; this first publisher leaves at once and removes it.
-    let path = Publisher::bind(&t).unwrap().path().to_owned();
-    let dying = rustix::net::socket_with(
-        AddressFamily::UNIX,
-        SocketType::SEQPACKET,
-        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
-        None,
-    )
-    .unwrap();
-    let accept = |what: &str| {
-        let mut conn = None;
-        until(what, || {
-            conn = rustix::net::accept(&dying).ok();
-            conn.is_some()
-        });
-        conn
-    };
-    rustix::net::bind(&dying, &SocketAddrUnix::new(&path).unwrap()).unwrap();
-    rustix::net::listen(&dying, 8).unwrap();
+    let dying = common::dying::Dying::at(&t);
     let t2 = t.clone();
     let sub = std::thread::spawn(move || {
         let mut s = Subscriber::builder(&t2)
@@ -317,10 +298,10 @@ fn a_publisher_gone_during_the_handshake_is_waited_out_until_the_next_one() {
     });
     // The first connection gets no answer (the handshake timeout passes), the second sees the
     // connection closed before any answer; then the process is gone and its socket replaced.
-    let silent = accept("the subscriber never connected");
-    let closed = accept("the subscriber did not try again after the handshake timeout");
-    drop((closed, silent, dying));
-    std::fs::remove_file(&path).unwrap();
+    let silent = dying.accept("the subscriber never connected");
+    let closed = dying.accept("the subscriber did not try again after the handshake timeout");
+    drop((closed, silent));
+    dying.gone();
     let mut publisher = Publisher::bind(&t).unwrap();
     until("the waiting subscriber never connected", || {
         publisher.subscriber_count() > 0

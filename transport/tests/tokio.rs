@@ -385,6 +385,44 @@ fn connect_awaits_a_late_publisher_without_blocking_the_runtime() {
     fds.check();
 }
 
+/// `connect_async` waits out a publisher that goes away during the handshake (silent past the
+/// handshake timeout, then closing a connection unanswered), as `connect` does, and connects
+/// to the topic's next publisher within its connect timeout.
+#[test]
+fn connect_async_waits_out_a_publisher_gone_during_the_handshake() {
+    let fds = guard();
+    let rt = current_thread();
+    let t = topic("gone-in-handshake");
+    let dying = common::dying::Dying::at(&t);
+    rt.block_on(async {
+        let name = t.clone();
+        let connecting = tokio::spawn(async move {
+            AsyncSubscriber::builder(name)
+                .connect_timeout(WATCHDOG)
+                .handshake_timeout(Duration::from_millis(100))
+                .connect_async()
+                .await
+        });
+        let dying = tokio::task::spawn_blocking(move || {
+            let silent = dying.accept("connect_async never connected");
+            let closed = dying.accept("connect_async did not try again after the timeout");
+            drop((closed, silent));
+            dying.gone();
+        });
+        dying.await.unwrap();
+        let mut publisher = Publisher::bind(&t).unwrap();
+        let mut sub = connecting
+            .await
+            .unwrap()
+            .expect("connected to the next publisher");
+        publisher.wait_for_subscribers(1, WATCHDOG).unwrap();
+        publisher.send(b"next").unwrap();
+        assert_eq!(&*sub.recv().await.unwrap(), b"next");
+    });
+    drop(rt);
+    fds.check();
+}
+
 /// A subscriber process whose runtime stops delays an async publisher process only by its
 /// stall bound: demoted, told so, then lagged, while a healthy tokio subscriber here receives
 /// everything.

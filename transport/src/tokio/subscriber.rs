@@ -9,6 +9,7 @@ use ::tokio::io::Interest;
 use ::tokio::io::unix::AsyncFd;
 
 use super::stream::Messages;
+use crate::connect;
 use crate::contract::Contract;
 use crate::deadline;
 use crate::error::{ConnectError, RecvError};
@@ -184,7 +185,9 @@ impl SubscriberBuilder {
     /// runtime's reactor. Waits for a publisher up to the
     /// [`connect_timeout`](Self::connect_timeout) with an async backoff (1 to 50 ms between
     /// attempts, as [`connect`](Self::connect)); each attempt, whose handshake is bounded by the
-    /// [`handshake_timeout`](Self::handshake_timeout), runs on tokio's blocking pool.
+    /// [`handshake_timeout`](Self::handshake_timeout), runs on tokio's blocking pool. A
+    /// publisher that goes away or stops answering during the handshake is waited out as a
+    /// missing one, as `connect` does.
     ///
     /// # Cancel safety
     ///
@@ -208,8 +211,12 @@ impl SubscriberBuilder {
             };
             match got {
                 Ok(sub) => return Ok(AsyncSubscriber::new(sub)?),
-                Err(ConnectError::NoPublisher { .. })
-                    if deadline.is_some_and(|d| d > Instant::now()) =>
+                // No publisher yet, or one that went away or stopped answering during the
+                // handshake: waited out alike, as `connect` does.
+                Err(e)
+                    if (matches!(e, ConnectError::NoPublisher { .. })
+                        || connect::publisher_gone(&e))
+                        && deadline.is_some_and(|d| d > Instant::now()) =>
                 {
                     let left = deadline.map_or(Duration::ZERO, |d| {
                         d.saturating_duration_since(Instant::now())

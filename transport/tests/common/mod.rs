@@ -17,6 +17,7 @@
 pub mod abi;
 pub mod attack;
 pub mod child;
+pub mod dying;
 pub mod expect;
 pub mod fake_publisher;
 pub mod fds;
