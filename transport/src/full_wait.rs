@@ -7,9 +7,12 @@
 //!
 //! A stopped gating subscriber holds the publisher back by at most the stall bound, if one is
 //! set: then it is demoted (and told) and the loan continues. Several stopped at once (a frozen
-//! cgroup) cost one bound together, not one each: when the bound expires, every gating
+//! cgroup) cost at most two bounds together, not one each: when the bound expires, every gating
 //! subscriber still holding the ring that has not moved since the stall began is demoted with
-//! the slowest; one that moved meanwhile is alive, and gets a bound of its own.
+//! the slowest; one that moved meanwhile is alive, and gets a bound of its own. One stopped
+//! while caught up holds nothing yet: it cannot be told from a live subscriber with nothing to
+//! read, and it is demoted, with every other such, when the next stall's bound expires, once
+//! the publisher has written up to a ring more.
 //!
 //! The stall counts from the moment loans first found the ring full, across loans
 //! ([`Stall`]): a timed loan that gave up, an async loan dropped in a `select!` or a `try_loan`
