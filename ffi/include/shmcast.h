@@ -440,11 +440,9 @@ typedef struct shmcast_subscriber_options {
      */
     int32_t start;
     /**
-     * Milliseconds to wait for a publisher to appear: 0 (default) fails at once with
-     * `SHMCAST_ENOPUBLISHER`, -1 waits without limit. A publisher that goes away or stops
-     * answering during the handshake (killed as a subscriber reconnects) counts as not there
-     * yet: the connect waits for the next one within this time, so it takes at most this and
-     * one `handshake_timeout_ms` more.
+     * Milliseconds to wait for a publisher to appear (one gone or silent during the handshake
+     * counts as not there yet): 0 (default) fails at once with `SHMCAST_ENOPUBLISHER`, -1 waits
+     * without limit. A connect takes at most this and one `handshake_timeout_ms` more.
      */
     int32_t connect_timeout_ms;
     /**

@@ -200,11 +200,9 @@ pub struct shmcast_subscriber_options {
     pub mode: i32,
     /// `SHMCAST_START_NEWEST` (default) or `SHMCAST_START_OLDEST`.
     pub start: i32,
-    /// Milliseconds to wait for a publisher to appear: 0 (default) fails at once with
-    /// `SHMCAST_ENOPUBLISHER`, -1 waits without limit. A publisher that goes away or stops
-    /// answering during the handshake (killed as a subscriber reconnects) counts as not there
-    /// yet: the connect waits for the next one within this time, so it takes at most this and
-    /// one `handshake_timeout_ms` more.
+    /// Milliseconds to wait for a publisher to appear (one gone or silent during the handshake
+    /// counts as not there yet): 0 (default) fails at once with `SHMCAST_ENOPUBLISHER`, -1 waits
+    /// without limit. A connect takes at most this and one `handshake_timeout_ms` more.
     pub connect_timeout_ms: i32,
     /// Milliseconds the publisher may take to answer the handshake (at least 1). Default: 5000.
     pub handshake_timeout_ms: u32,
