@@ -249,14 +249,23 @@ impl fmt::Display for InvalidContract {
 
 impl std::error::Error for InvalidContract {}
 
-/// Checks a type or schema name: 1 to [`MAX_CONTRACT_NAME`] bytes, no control characters.
+/// Whether `c` must not reach a terminal as it is: a control character (C0 with ESC, DEL, C1:
+/// [`char::is_control`]) or a bidirectional override or isolate (U+202A..U+202E,
+/// U+2066..U+2069), which would reorder how the rest of the line displays. No contract name
+/// holds one; text from a peer shows it escaped ([`printable`](crate::handshake::printable)).
+pub(crate) fn unsafe_to_show(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Checks a type or schema name: 1 to [`MAX_CONTRACT_NAME`] bytes, nothing
+/// [`unsafe_to_show`].
 pub(crate) fn check_name(name: &str) -> Result<(), InvalidContract> {
     let reason = if name.is_empty() {
         "is empty"
     } else if name.len() > MAX_CONTRACT_NAME {
         "is too long"
-    } else if name.chars().any(char::is_control) {
-        "holds a control character"
+    } else if name.chars().any(unsafe_to_show) {
+        "holds a control or direction-override character"
     } else {
         return Ok(());
     };
@@ -331,7 +340,7 @@ mod tests {
         for (bad, reason) in [
             ("", "is empty"),
             (&*"x".repeat(MAX_CONTRACT_NAME + 1), "is too long"),
-            ("a\nb", "holds a control character"),
+            ("a\nb", "holds a control or direction-override character"),
         ] {
             let e = check_name(bad).unwrap_err();
             assert!(matches!(e, InvalidContract::Name { reason: r, .. } if r == reason));

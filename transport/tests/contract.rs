@@ -374,7 +374,10 @@ fn impossible_declarations_and_expectations_are_refused_where_they_are_made() {
     let name_errors = [
         (String::new(), "is empty"),
         (long.clone(), "is too long"),
-        ("a\nb".to_string(), "holds a control character"),
+        (
+            "a\nb".to_string(),
+            "holds a control or direction-override character",
+        ),
     ];
     for (name, reason) in &name_errors {
         for message in [

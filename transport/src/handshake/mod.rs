@@ -630,15 +630,16 @@ fn push_text(text: &str, max: usize, out: &mut Vec<u8>) {
 }
 
 /// `raw` as text that is safe to show on a terminal, in at most `max` bytes: invalid UTF-8
-/// replaced by U+FFFD (as [`String::from_utf8_lossy`] does), every control character (C0 with
-/// ESC, DEL, C1: [`char::is_control`], the test a contract name passes) written as its escape
-/// (`\u{1b}`, `\n`), everything else kept. Text that is printable and within `max` comes back
+/// replaced by U+FFFD (as [`String::from_utf8_lossy`] does), every character
+/// [`unsafe_to_show`](contract::unsafe_to_show) (control characters, direction overrides: none
+/// is in a contract name) written as its escape (`\u{1b}`, `\n`, `\u{202e}`), everything else
+/// kept. Text that is printable and within `max` comes back
 /// unchanged; longer text is cut at a character, never within an escape.
 pub(crate) fn printable(raw: &[u8], max: usize) -> String {
     let text = String::from_utf8_lossy(raw);
     let mut out = String::with_capacity(text.len().min(max));
     for c in text.chars() {
-        let escape = c.is_control().then(|| c.escape_default());
+        let escape = contract::unsafe_to_show(c).then(|| c.escape_default());
         // An escape is ASCII: one byte a character.
         let len = escape.as_ref().map_or(c.len_utf8(), ExactSizeIterator::len);
         if out.len() + len > max {

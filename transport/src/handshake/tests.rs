@@ -249,3 +249,16 @@ fn printable_text_is_left_as_it_is() {
     assert_eq!(printable("aé".as_bytes(), 2), "a");
     assert_eq!(printable(b"a\x1b", 6), "a");
 }
+
+/// A direction override or isolate reorders how the rest of a line displays: shown escaped,
+/// like a control character, and refused in a contract name.
+#[test]
+fn direction_overrides_are_shown_escaped_and_refused_in_names() {
+    let text = "pid 7 \u{202e}lmth.exe\u{2066}x\u{2069}";
+    assert_eq!(
+        printable(text.as_bytes(), 200),
+        r"pid 7 \u{202e}lmth.exe\u{2066}x\u{2069}"
+    );
+    assert!(contract::check_name("Tick\u{202e}").is_err());
+    assert!(contract::check_name("Tick").is_ok());
+}

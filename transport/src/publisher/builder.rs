@@ -190,9 +190,9 @@ impl PublisherBuilder {
     /// [`ConnectError::ContractMismatch`](crate::ConnectError::ContractMismatch). Default
     /// [`MessageType::Bytes`]: bytes of no declared type. [`bind`](Self::bind) fails with
     /// [`BindError::Contract`] for a name that is empty, longer than
-    /// [`MAX_CONTRACT_NAME`](crate::MAX_CONTRACT_NAME) bytes or holds a control character, an
-    /// alignment that is not a power of two up to 16, or a Pod type larger than the maximum
-    /// message.
+    /// [`MAX_CONTRACT_NAME`](crate::MAX_CONTRACT_NAME) bytes or holds a control or
+    /// direction-override character, an alignment that is not a power of two up to 16, or a Pod
+    /// type larger than the maximum message.
     pub fn declare(mut self, message: MessageType) -> Self {
         self.message = message;
         self
