@@ -64,8 +64,21 @@ pub(crate) fn ring_doorbell(sock: BorrowedFd<'_>) -> io::Result<()> {
 /// file, so the peer cannot change that). Descriptors a hostile peer attaches are closed.
 /// Returns `false` if the peer hung up or the socket failed.
 pub(crate) fn drain_doorbells(sock: BorrowedFd<'_>) -> bool {
+    drain_at_most(sock, DOORBELL_DRAIN_MAX)
+}
+
+/// Takes everything queued on `sock` (a connection just admitted, whose peer can send no more
+/// descriptors), closing what it carried: nothing a subscriber sends before its welcome is a
+/// doorbell. Bounded by what one connection can queue.
+pub(crate) fn drain_admitted(sock: BorrowedFd<'_>) {
+    drain_at_most(sock, ADMISSION_DRAIN_MAX);
+}
+
+/// Receives and drops up to `max` packets from `sock`, closing any descriptors they carry;
+/// `false` if the peer hung up or the socket failed.
+fn drain_at_most(sock: BorrowedFd<'_>, max: usize) -> bool {
     let mut buf = [0u8; 16];
-    for _ in 0..DOORBELL_DRAIN_MAX {
+    for _ in 0..max {
         match sys::packet::recv_with_fds(sock, &mut buf, 0) {
             Ok(_) | Err(RecvFdsError::WrongFdCount { .. } | RecvFdsError::Truncated) => {}
             Err(RecvFdsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => return true,
@@ -73,19 +86,6 @@ pub(crate) fn drain_doorbells(sock: BorrowedFd<'_>) -> bool {
         }
     }
     true
-}
-
-/// Takes everything queued on `sock` (a connection just admitted, whose peer can send no more
-/// descriptors), closing what it carried: nothing a subscriber sends before its welcome is a
-/// doorbell. Bounded by what one connection can queue.
-pub(crate) fn drain_admitted(sock: BorrowedFd<'_>) {
-    let mut buf = [0u8; 16];
-    for _ in 0..ADMISSION_DRAIN_MAX {
-        match sys::packet::recv_with_fds(sock, &mut buf, 0) {
-            Ok(_) | Err(RecvFdsError::WrongFdCount { .. } | RecvFdsError::Truncated) => {}
-            Err(_) => return,
-        }
-    }
 }
 
 /// Most packets [`drain_admitted`] takes: more than a connection's send buffer can queue.

@@ -737,9 +737,7 @@ fn a_publisher_dropped_in_a_forked_child_leaves_the_parents_stream_alone() {
         // SAFETY: ends the child at once, running nothing of the parent's.
         unsafe { libc::_exit(if dropped.is_ok() { 0 } else { 1 }) };
     }
-    let mut status = 0;
-    // SAFETY: waits for our own child.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    let status = wait_for_child(pid);
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "the child's drop failed: status {status:#x}"
@@ -752,6 +750,14 @@ fn a_publisher_dropped_in_a_forked_child_leaves_the_parents_stream_alone() {
     assert!(Subscriber::connect(&t).is_ok(), "the parent still admits");
     drop((sub, publisher));
     fds.check();
+}
+
+/// Waits for our forked child `pid` to end; its wait status.
+fn wait_for_child(pid: libc::pid_t) -> i32 {
+    let mut status = 0;
+    // SAFETY: waits for our own child, writing its status into a live local.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    status
 }
 
 /// A `Closer` inherited by a forked child closes nothing there: the stream is the parent's.
@@ -772,9 +778,7 @@ fn a_closer_used_in_a_forked_child_leaves_the_parents_stream_alone() {
         // SAFETY: ends the child at once, running nothing of the parent's.
         unsafe { libc::_exit(if closed { 1 } else { 0 }) };
     }
-    let mut status = 0;
-    // SAFETY: waits for our own child.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    let status = wait_for_child(pid);
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "the child's close claimed to end the stream: status {status:#x}"
