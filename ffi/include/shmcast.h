@@ -1028,6 +1028,61 @@ int shmcast_publisher_subscribers(struct shmcast_publisher *pub,
                                   size_t *count);
 
 /**
+ * The publisher's space descriptor, for a publisher in an event loop (`poll`, `select`,
+ * epoll, libuv, libevent) that waits for space instead of blocking in a send.
+ *
+ * Returns a descriptor (>= 0) owned by the publisher, or `SHMCAST_EINVAL` if `pub` is `NULL`.
+ * After `shmcast_publisher_watch_space` returned `SHMCAST_EAGAIN` it becomes readable
+ * (`POLLIN`) when the publisher should try again: a gating subscriber released space, one
+ * left, the stall bound passed (the next send then demotes the slowest gating subscriber and
+ * goes through), or 100 ms went by (a re-check that a subscriber withholding its wakeups
+ * cannot prevent). Wait for it only while a message waits for space, as for a socket's
+ * `POLLOUT`: between waits it may stay readable for nothing. Works with `poll()`,
+ * level-triggered and edge-triggered epoll. Do not read, write or close it; it closes with
+ * `shmcast_publisher_destroy`. Never blocks; callable while a loan is outstanding.
+ *
+ * Threads: callable from any thread, but not concurrently with another call on the same
+ * handle.
+ *
+ * # Safety
+ *
+ * `pub` is `NULL` or a live handle from `shmcast_publisher_create`.
+ */
+int shmcast_publisher_space_fd(const struct shmcast_publisher *pub);
+
+/**
+ * Arms the space descriptor for a publisher in an event loop whose send or loan with
+ * `timeout_ms == 0` returned `SHMCAST_EAGAIN` (a gating subscriber's ring is full). Never
+ * blocks, but for a poll of at most the spin limit while a core is free.
+ *
+ * Returns `SHMCAST_OK` (0) if `len` bytes fit now: nothing is armed, send at once. Returns
+ * `SHMCAST_EAGAIN` once armed: gating subscribers now wake the publisher as they release, and
+ * `shmcast_publisher_space_fd(pub)` becomes readable when the publisher should try again. Then
+ * send (or loan) with `timeout_ms == 0` again; any send, loan or watch first withdraws what
+ * this call armed. The stall bound counts across these retries from the first send that
+ * found the ring full.
+ *
+ * ```c
+ * int rc = shmcast_publisher_send(pub, msg, len, 0);
+ * if (rc == SHMCAST_EAGAIN && shmcast_publisher_watch_space(pub, len) == SHMCAST_EAGAIN)
+ *     wait_for_pollin(shmcast_publisher_space_fd(pub)); // then send again
+ * ```
+ *
+ * Errors: `SHMCAST_EINVAL` (null `pub`, or on a topic that declares a type a `len` other than
+ * its size), `SHMCAST_EBUSY` (a loan is outstanding), `SHMCAST_ETOOLARGE` (`len` above the
+ * maximum message size), `SHMCAST_EDISCONNECTED` (the stream was ended), `SHMCAST_EIO`.
+ *
+ * Threads: callable from any thread, but not concurrently with another call on the same
+ * handle.
+ *
+ * # Safety
+ *
+ * `pub` is `NULL` or a live handle from `shmcast_publisher_create`, not in use by another
+ * thread.
+ */
+int shmcast_publisher_watch_space(struct shmcast_publisher *pub, size_t len);
+
+/**
  * Waits until at least `n` subscribers are connected: at most `timeout_ms` milliseconds (-1
  * without limit, 0 only looks). Messages published before a subscriber connects never reach
  * it: call this before the first message when every subscriber must see the whole stream.

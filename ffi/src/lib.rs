@@ -18,6 +18,7 @@
 //! | `error` | error codes, messages, the thread's last error, the panic barrier |
 //! | `options` | the option structs and their defaults |
 //! | `publisher` | the publisher handle: create, loan, publish, send, statistics |
+//! | `publisher_wait` | the publisher's waits: for subscribers, and for space in an event loop |
 //! | `subscriber` | the subscriber handle: connect, receive in place or by copy, descriptor, statistics |
 //! | `version` | the library's version |
 //!
@@ -34,6 +35,7 @@ mod contract;
 mod error;
 mod options;
 mod publisher;
+mod publisher_wait;
 mod subscriber;
 mod version;
 
@@ -41,5 +43,6 @@ pub use contract::*;
 pub use error::*;
 pub use options::*;
 pub use publisher::*;
+pub use publisher_wait::*;
 pub use subscriber::*;
 pub use version::*;

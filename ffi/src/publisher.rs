@@ -12,16 +12,16 @@
 //! so C callers are told to publish promptly. The lock is a futex on Linux, with no owning
 //! thread: a loan may be finished on another thread than the one that took it.
 
-use crate::error::{Failure, SHMCAST_EAGAIN, SHMCAST_ETIMEDOUT, guard, guard_value};
+use crate::error::{Failure, guard, guard_value};
 use crate::options::{
     SHMCAST_MODE_GATING, SHMCAST_MODE_LOSSY, Wait, publisher_builder, shmcast_publisher_options,
     topic_arg,
 };
 use shmcast_transport::{Loan, MessageType, Mode, Publisher};
 use std::ffi::{CString, c_char, c_int, c_void};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::ptr::NonNull;
-use std::time::Duration;
 
 /// A publisher: the single writer of a topic. Opaque; create with `shmcast_publisher_create`,
 /// free with `shmcast_publisher_destroy`.
@@ -36,11 +36,14 @@ pub struct shmcast_publisher {
     /// The declared Pod type's name and size, if the topic declares one: every message must be
     /// one value (C has no typed send to check it at compile time).
     pod: Option<(String, usize)>,
+    /// The publisher's space descriptor (`Publisher::space_fd`), open as long as it is: kept
+    /// here so that it can be returned while a loan borrows the publisher.
+    pub(crate) space_fd: RawFd,
 }
 
 impl shmcast_publisher {
     /// The publisher, if no loan borrows it.
-    fn idle(&mut self) -> Result<&mut Publisher, Failure> {
+    pub(crate) fn idle(&mut self) -> Result<&mut Publisher, Failure> {
         if self.loan.is_some() {
             return Err(Failure::busy(
                 "a loan is outstanding: publish or abandon it first",
@@ -52,7 +55,7 @@ impl shmcast_publisher {
     }
 
     /// Refuses a message of `len` bytes on a topic whose declared type has another size.
-    fn check_len(&self, len: usize) -> Result<(), Failure> {
+    pub(crate) fn check_len(&self, len: usize) -> Result<(), Failure> {
         match &self.pod {
             Some((name, size)) if *size != len => Err(Failure::invalid(format_args!(
                 "the topic declares every message one {name} ({size} bytes): \
@@ -146,7 +149,9 @@ pub struct shmcast_subscriber_info {
 ///
 /// `ptr` is null or a live handle from `shmcast_publisher_create`, not used by another thread
 /// during the call.
-unsafe fn handle<'a>(ptr: *mut shmcast_publisher) -> Result<&'a mut shmcast_publisher, Failure> {
+pub(crate) unsafe fn handle<'a>(
+    ptr: *mut shmcast_publisher,
+) -> Result<&'a mut shmcast_publisher, Failure> {
     // SAFETY: the caller promises null or a live handle used by this thread only.
     unsafe { ptr.as_mut() }.ok_or_else(|| Failure::null("pub"))
 }
@@ -201,7 +206,9 @@ pub unsafe extern "C" fn shmcast_publisher_create(
             MessageType::Pod { name, size, .. } => Some((name.clone(), *size)),
             _ => None,
         };
+        let space_fd = publisher.space_fd().as_raw_fd();
         let handle = Box::new(shmcast_publisher {
+            space_fd,
             loan: None,
             publisher: NonNull::from(Box::leak(Box::new(publisher))),
             path,
@@ -607,49 +614,5 @@ pub unsafe extern "C" fn shmcast_publisher_subscribers(
         // SAFETY: `count` is non-null and writable (caller's promise).
         unsafe { count.write(subscribers.len()) };
         Ok(())
-    })
-}
-
-/// Waits until at least `n` subscribers are connected: at most `timeout_ms` milliseconds (-1
-/// without limit, 0 only looks). Messages published before a subscriber connects never reach
-/// it: call this before the first message when every subscriber must see the whole stream.
-///
-/// Errors: `SHMCAST_EINVAL` (null `pub`, `timeout_ms < -1`), `SHMCAST_EBUSY` (a loan is
-/// outstanding), `SHMCAST_EAGAIN` (`timeout_ms == 0` and fewer than `n` connected),
-/// `SHMCAST_ETIMEDOUT` (fewer than `n` connected in time); the message of either says how many
-/// were.
-///
-/// Threads: callable from any thread, but not concurrently with another call on the same
-/// handle.
-///
-/// # Safety
-///
-/// `pub` is `NULL` or a live handle from `shmcast_publisher_create`, not in use by another
-/// thread.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn shmcast_publisher_wait_for_subscribers(
-    r#pub: *mut shmcast_publisher,
-    n: usize,
-    timeout_ms: c_int,
-) -> c_int {
-    guard(|| {
-        // SAFETY: the caller promises null or a live handle used by this thread only.
-        let p = unsafe { handle(r#pub) }?.idle()?;
-        let timeout = match Wait::from_ms(timeout_ms)? {
-            Wait::Never => Duration::ZERO,
-            Wait::Forever => Duration::MAX,
-            Wait::For(t) => t,
-        };
-        p.wait_for_subscribers(n, timeout).map(drop).map_err(|e| {
-            if timeout.is_zero() {
-                let (wanted, connected) = (e.wanted, e.connected);
-                Failure::new(
-                    SHMCAST_EAGAIN,
-                    format_args!("would wait for {wanted} subscribers ({connected} connected)"),
-                )
-            } else {
-                Failure::new(SHMCAST_ETIMEDOUT, e)
-            }
-        })
     })
 }

@@ -206,6 +206,37 @@ fn poll_loop_three_subscribers(r: Runner) {
     );
 }
 
+/// A C publisher in a `poll()` loop (`space.c`) that never blocks in a send: a send with
+/// timeout 0 that finds the 4 KiB ring full arms the space descriptor, and the loop waits for it
+/// beside a timer of its own. One C subscriber holds back until the publisher announces its first
+/// wait, so that wait can end only through the descriptor; both get every message, byte for
+/// byte.
+fn event_loop_publisher(r: Runner) {
+    let topic = r.topic("space");
+    let count = COUNT.to_string();
+    let sub = compile("sub", Link::Shared);
+    let mut held = r.spawn(&sub, &[&topic, &count, "--wait-stdin"]);
+    let mut other = r.spawn(&sub, &[&topic, &count, "--copy"]);
+    let mut publisher = r.spawn(
+        &compile("space", Link::Shared),
+        &[&topic, &count, "2", "4096"],
+    );
+    held.expect_line("connected");
+    other.expect_line("connected");
+    publisher.expect_line("full");
+    held.send_line("go");
+    let sent = publisher.wait();
+    sent.assert_success();
+    let want = expected_checksum(COUNT);
+    assert_eq!(sent.value("sent", "checksum"), want, "publisher checksum");
+    assert!(sent.value("sent", "waits") > 0, "never waited for space");
+    for sub in [held.wait(), other.wait()] {
+        sub.assert_success();
+        assert_eq!(sub.value("received", "count"), COUNT, "{}", sub.name);
+        assert_eq!(sub.value("received", "checksum"), want, "{}", sub.name);
+    }
+}
+
 /// The descriptor contract from C (`descriptor.c`): a C subscriber that waits for its
 /// descriptor before its first receive, in three loops (poll with one receive per wakeup, epoll
 /// edge-triggered, a late joiner's history), receives every message of a Rust publisher's
@@ -487,6 +518,7 @@ scenarios!(
     rust_publisher_c_subscriber,
     c_publisher_rust_subscriber,
     poll_loop_three_subscribers,
+    event_loop_publisher,
     descriptor_contract,
     error_paths,
     drain_after_publisher_exit,

@@ -99,9 +99,9 @@ impl Stall {
 /// then; the stall from when loans first found the ring full ([`Stall`]).
 pub(crate) struct FullWait {
     wait: Wait,
-    /// Whether this wait runs on an async runtime's thread, which a poll between yields would
-    /// take from the runtime's other tasks ([`in_reactor`](Self::in_reactor)).
-    reactor: bool,
+    /// Whether this wait runs on an event loop's or async runtime's thread, which a poll
+    /// between yields would take from the loop's other work ([`in_event_loop`](Self::in_event_loop)).
+    event_loop: bool,
     stall_bound: Option<Duration>,
     first_full: Option<Instant>,
 }
@@ -111,19 +111,18 @@ impl FullWait {
     pub(crate) fn new(wait: Wait, stall_bound: Option<Duration>) -> Self {
         FullWait {
             wait,
-            reactor: false,
+            event_loop: false,
             stall_bound,
             first_full: None,
         }
     }
 
-    /// This wait, on an async runtime's thread: it polls for space only where a core is free,
-    /// never between yields, which would hold the runtime's other tasks back; where none is,
-    /// the task awaits its doorbells at once.
-    #[cfg(feature = "tokio")]
-    pub(crate) fn in_reactor(self) -> Self {
+    /// This wait, on an event loop's or async runtime's thread: it polls for space only where
+    /// a core is free, never between yields, which would hold the loop's other work back; where
+    /// none is, the loop waits for its doorbells at once.
+    pub(crate) fn in_event_loop(self) -> Self {
         FullWait {
-            reactor: true,
+            event_loop: true,
             ..self
         }
     }
@@ -183,7 +182,7 @@ impl FullWait {
         }
         // A subscriber about to release usually frees the space within microseconds: poll for
         // it before announcing a wait (see `spin` for the budget and when it is none).
-        if spin.spin_as(|| writer.has_space_for(len), !self.reactor) {
+        if spin.spin_as(|| writer.has_space_for(len), !self.event_loop) {
             return Ok(Next::Retry);
         }
         // Cannot fail: the reservation accepted `len`.
@@ -212,10 +211,9 @@ impl FullWait {
     }
 }
 
-/// Ends a sleep announced by [`FullWait::on_full`] for a caller that waited elsewhere (on a
-/// reactor) or gave up waiting: withdraws the announcement and takes whatever doorbells the
-/// space set holds, so that it is not left readable for nothing.
-#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+/// Ends a sleep announced by [`FullWait::on_full`] for a caller that waited elsewhere (in an
+/// event loop, on a reactor) or gave up waiting: withdraws the announcement and takes whatever
+/// doorbells the space set holds, so that it is not left readable for nothing.
 pub(crate) fn end_now(shared: &Shared) {
     let mut tokens = [0u64; wake::SPACE_EVENTS];
     let ready = shared.space.wait(&mut tokens, Duration::ZERO).unwrap_or(0);

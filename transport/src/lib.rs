@@ -229,3 +229,9 @@ pub use shmcast_core::{
 pub use subscriber::Latest;
 pub use subscriber::{Sample, StreamEnd, Subscriber, SubscriberBuilder, SubscriberStats};
 pub use topic::{DirSource, FileKind, MAX_SOCKET_PATH, TopicDir, TopicError, check_topic};
+
+/// The workspace README's Rust examples, compiled by the doc tests so that what a new user
+/// copies from it builds (they need the `tokio` feature, as the README says).
+#[cfg(all(doctest, feature = "tokio"))]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeExamples;

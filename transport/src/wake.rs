@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | a subscriber blocked in `recv` | a futex on the ring's wake word | the publisher, one `FUTEX_WAKE` for all of them ([`deliver`]) |
 //! | a subscriber in an event loop | its descriptor (see [`readiness`](crate::readiness)) | the publisher, a one-byte doorbell on that subscriber's own connection ([`ring_doorbell`]) |
-//! | the publisher waiting for space | an epoll set of every admitted connection ([`SpaceWait`]) | a subscriber that released, with a doorbell on its connection; the server thread when a subscriber leaves |
+//! | the publisher waiting for space | an epoll set of every admitted connection ([`SpaceWait`]), directly or in an event loop | a subscriber that released, with a doorbell on its connection; the server thread when a subscriber leaves; the set's own timer when the stall bound or a re-check is due |
 //!
 //! A busy subscriber costs the publisher nothing: the core asks for a wake only for those that
 //! announced they park, and a commit that wakes nobody makes no syscall.
@@ -148,13 +148,19 @@ pub(crate) fn sleep_on_word(reader: &mut Reader, timeout: Duration) -> io::Resul
 /// it).
 const KICK: u64 = u64::MAX;
 
+/// `space_epoll` token of the timer an event loop's wait is armed with.
+const TIMER: u64 = u64::MAX - 1;
+
 /// Where the publisher waits for space: an epoll set of every admitted connection (token: the
-/// subscriber id; a subscriber that releases space while the publisher waits rings its doorbell)
-/// and of a private eventfd that the server thread signals when a subscriber leaves (its space
-/// is free).
+/// subscriber id; a subscriber that releases space while the publisher waits rings its doorbell),
+/// of a private eventfd that the server thread signals when a subscriber leaves (its space
+/// is free), and of a private timer that ends an event loop's wait when the publisher must look
+/// again by itself (`Publisher::watch_space`).
 pub(crate) struct SpaceWait {
     epoll: OwnedFd,
     kick: OwnedFd,
+    /// Registered edge-triggered and never read: each expiry makes one event.
+    timer: OwnedFd,
 }
 
 /// Most events one [`SpaceWait::wait`] takes.
@@ -166,7 +172,9 @@ impl SpaceWait {
         let epoll = sys::event::epoll_create()?;
         let kick = sys::event::eventfd_create(true)?;
         sys::event::epoll_add(epoll.as_fd(), kick.as_fd(), KICK)?;
-        Ok(SpaceWait { epoll, kick })
+        let timer = sys::event::timerfd_create()?;
+        sys::event::epoll_add_edge(epoll.as_fd(), timer.as_fd(), TIMER)?;
+        Ok(SpaceWait { epoll, kick, timer })
     }
 
     /// Watches an admitted subscriber's connection for its doorbells.
@@ -179,10 +187,19 @@ impl SpaceWait {
         let _ = sys::event::epoll_del(self.epoll.as_fd(), conn);
     }
 
-    /// The epoll set itself, for a reactor to watch (`shmcast::tokio`).
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    /// The epoll set itself, for an event loop or a reactor to watch.
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.epoll.as_fd()
+    }
+
+    /// Makes the set readable by itself `after` from now, replacing any earlier arming.
+    pub(crate) fn arm(&self, after: Duration) -> io::Result<()> {
+        sys::event::timerfd_arm(self.timer.as_fd(), after)
+    }
+
+    /// Cancels what [`arm`](Self::arm) set, if it has not expired yet.
+    pub(crate) fn disarm(&self) {
+        let _ = sys::event::timerfd_disarm(self.timer.as_fd());
     }
 
     /// Wakes a publisher waiting for space (a subscriber left).
@@ -207,6 +224,8 @@ impl SpaceWait {
         for &token in tokens {
             if token == KICK {
                 let _ = sys::event::eventfd_drain(self.kick.as_fd());
+            } else if token == TIMER {
+                // Edge-triggered: reporting the expiry consumed it.
             } else if let Some(link) = writer.attachment(SubscriberId(token)) {
                 drain_doorbells(link.conn.as_fd());
             }

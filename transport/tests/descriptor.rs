@@ -10,9 +10,9 @@
 
 mod common;
 
-use common::FdGuard;
 use common::child::{Proc, spawn};
 use common::message::{message, verify};
+use common::{FdGuard, poll_readable};
 use shmcast::{Mode, Publisher, RecvError, Sample, Start, Subscriber};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
@@ -207,26 +207,6 @@ impl Drop for Epoll {
     }
 }
 
-/// `poll()` on one descriptor, up to `HANG`; whether it became readable.
-fn poll_readable(fd: RawFd) -> bool {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    loop {
-        // SAFETY: one valid pollfd.
-        let n = unsafe { libc::poll(&mut p, 1, HANG.as_millis() as i32) };
-        if n >= 0 {
-            return n > 0;
-        }
-        assert_eq!(
-            std::io::Error::last_os_error().raw_os_error(),
-            Some(libc::EINTR)
-        );
-    }
-}
-
 /// Runs `receive` against a publisher process, then checks that it ended well and nothing leaked.
 fn against_publisher(name: &str, history: u64, start: Start, receive: impl FnOnce(Subscriber)) {
     let fds = FdGuard::new();
@@ -319,7 +299,7 @@ fn poll_readiness_first_one_receive_per_wakeup() {
         let fd = sub.as_raw_fd();
         let mut s = Stream::new(COUNT);
         loop {
-            if !poll_readable(fd) {
+            if !poll_readable(fd, HANG) {
                 s.hung("poll, one receive per wakeup");
             }
             if s.take(sub.try_recv()) == Outcome::End {
@@ -342,7 +322,7 @@ fn poll_try_first() {
                     Outcome::End => break 'stream,
                 }
             }
-            if !poll_readable(fd) {
+            if !poll_readable(fd, HANG) {
                 s.hung("poll, try first");
             }
         }

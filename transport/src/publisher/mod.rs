@@ -2,6 +2,7 @@
 
 mod builder;
 mod closer;
+mod space_watch;
 
 pub use builder::PublisherBuilder;
 pub use closer::Closer;
@@ -80,6 +81,9 @@ pub struct Publisher {
     spin: Spin,
     /// How long the ring has stayed full, across loans (the stall bound counts from it).
     stall: Stall,
+    /// Whether [`watch_space`](Self::watch_space) left a wait announced and the space set's
+    /// timer armed; the next loan or watch withdraws them.
+    space_watched: bool,
     max_message: usize,
     contract: Contract,
     /// The process that bound it: a copy inherited across `fork` is not the publisher.
@@ -177,6 +181,7 @@ impl Publisher {
             full_async: 0,
             spin: Spin::new(b.spin_limit),
             stall: Stall::default(),
+            space_watched: false,
             max_message: cfg.max_payload(),
             contract,
             pid: std::process::id(),
@@ -285,6 +290,7 @@ impl Publisher {
     /// Reserves `len` bytes, waiting for space as `wait` says. Deadlines count from the moment
     /// the ring is first found full, which is the call itself up to one reservation attempt.
     pub(crate) fn loan_until(&mut self, len: usize, wait: Wait) -> Result<Loan<'_>, LoanError> {
+        self.unwatch_space();
         let shared: &Shared = &self.shared;
         let mut guard = shared.lock();
         let mut full = FullWait::new(wait, self.stall_bound);
@@ -326,15 +332,15 @@ impl Publisher {
         }
     }
 
-    /// One step of an async loan's wait for space (`shmcast::tokio`): `Ok(None)` once `len`
-    /// bytes fit now; `Ok(Some(t))` after announcing a wait, to sleep at most `t` on
-    /// the space set and end with `full_wait::end_now`.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    /// One step of a wait for space in an event loop ([`watch_space`](Self::watch_space),
+    /// `shmcast::tokio`): `Ok(None)` once `len` bytes fit now; `Ok(Some(t))` after announcing a
+    /// wait, to sleep at most `t` on the space set and end with `full_wait::end_now`.
     pub(crate) fn space_step(
         &mut self,
         len: usize,
         full: &mut FullWait,
     ) -> Result<Option<Duration>, LoanError> {
+        self.unwatch_space();
         if len > self.max_message {
             return Err(LoanError::TooLarge {
                 len,

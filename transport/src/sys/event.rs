@@ -83,6 +83,21 @@ pub(crate) fn timerfd_arm(fd: BorrowedFd<'_>, after: Duration) -> io::Result<()>
     Ok(())
 }
 
+/// `timerfd_settime(fd, 0, 0)`—Disarms a timer: an expiry that has not happened yet never will.
+pub(crate) fn timerfd_disarm(fd: BorrowedFd<'_>) -> io::Result<()> {
+    use rustix::time::{Itimerspec, TimerfdTimerFlags, Timespec};
+    let zero = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    let spec = Itimerspec {
+        it_interval: zero,
+        it_value: zero,
+    };
+    rustix::time::timerfd_settime(fd, TimerfdTimerFlags::empty(), &spec)?;
+    Ok(())
+}
+
 #[cfg(any(test, feature = "test-support"))]
 /// Polls `fds` for input until one is ready or the deadline passes (`revents` stay zero then).
 fn poll_in(fds: &mut [PollFd<'_>], timeout: Option<Duration>) -> io::Result<()> {

@@ -197,7 +197,7 @@ impl AsyncPublisher {
 
     /// Awaits room for `len` bytes as `wait` says, in the reactor.
     async fn wait_for_space(&mut self, len: usize, wait: Wait) -> Result<(), LoanError> {
-        let mut full = FullWait::new(wait, self.inner.stall_bound()).in_reactor();
+        let mut full = FullWait::new(wait, self.inner.stall_bound()).in_event_loop();
         loop {
             let Some(timeout) = self.inner.space_step(len, &mut full)? else {
                 return Ok(());

@@ -67,3 +67,23 @@ pub fn thread_cpu() -> Duration {
     assert_eq!(rc, 0, "clock_gettime");
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
+
+/// `poll()` on one descriptor for input, up to `timeout`; whether it became readable.
+pub fn poll_readable(fd: std::os::fd::RawFd, timeout: Duration) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(&mut p, 1, timeout.as_millis() as i32) };
+        if n >= 0 {
+            return n > 0;
+        }
+        assert_eq!(
+            std::io::Error::last_os_error().raw_os_error(),
+            Some(libc::EINTR)
+        );
+    }
+}
