@@ -27,7 +27,8 @@ pub enum shmcast_error {
     SHMCAST_EBUSY = -2,
     /// The call would have to wait (`timeout_ms == 0`): no message is ready (receive), the ring
     /// is full (loan or send), or fewer subscribers than asked for are connected
-    /// (`shmcast_publisher_wait_for_subscribers`).
+    /// (`shmcast_publisher_wait_for_subscribers`). From `shmcast_publisher_watch_space`: the
+    /// ring is full and the space descriptor is armed; wait for it to become readable.
     SHMCAST_EAGAIN = -3,
     /// The timeout passed before a message, ring space or the handshake's answer arrived.
     SHMCAST_ETIMEDOUT = -4,

@@ -16,9 +16,12 @@ use std::time::Duration;
 /// left, the stall bound passed (the next send then demotes the slowest gating subscriber and
 /// goes through), or 100 ms went by (a re-check that a subscriber withholding its wakeups
 /// cannot prevent). Wait for it only while a message waits for space, as for a socket's
-/// `POLLOUT`: between waits it may stay readable for nothing. Works with `poll()`,
-/// level-triggered and edge-triggered epoll. Do not read, write or close it; it closes with
-/// `shmcast_publisher_destroy`. Never blocks; callable while a loan is outstanding.
+/// `POLLOUT`: between waits it may stay readable for nothing, and an armed descriptor stays
+/// readable until the next send, loan or watch, or `shmcast_publisher_unwatch_space` for a
+/// loop that gives up on the message. Works with `poll()`, level-triggered and
+/// edge-triggered epoll, libuv and libevent (setting `O_NONBLOCK` on it does no harm). Do not
+/// read, write or close it; it closes with `shmcast_publisher_destroy`. Never blocks;
+/// callable while a loan is outstanding.
 ///
 /// Threads: callable from any thread, but not concurrently with another call on the same
 /// handle.
@@ -57,7 +60,7 @@ pub unsafe extern "C" fn shmcast_publisher_space_fd(r#pub: *const shmcast_publis
 ///
 /// Errors: `SHMCAST_EINVAL` (null `pub`, or on a topic that declares a type a `len` other than
 /// its size), `SHMCAST_EBUSY` (a loan is outstanding), `SHMCAST_ETOOLARGE` (`len` above the
-/// maximum message size), `SHMCAST_EDISCONNECTED` (the stream was ended), `SHMCAST_EIO`.
+/// maximum message size), `SHMCAST_EIO`.
 ///
 /// Threads: callable from any thread, but not concurrently with another call on the same
 /// handle.
@@ -84,6 +87,35 @@ pub unsafe extern "C" fn shmcast_publisher_watch_space(
                 "the ring is full: wait for the space descriptor to become readable",
             ))
         }
+    })
+}
+
+/// Withdraws what `shmcast_publisher_watch_space` armed, for a loop that gives up on the
+/// message it waited to send (drops it, defers it, shuts down): subscribers stop waking the
+/// publisher for it, and the space descriptor is no longer readable for it. Every send, loan
+/// and watch does this first; an armed descriptor left without any of them becomes readable
+/// and stays so, which keeps a level-triggered loop that still polls it awake. Does nothing if
+/// nothing is armed, or while a loan is outstanding (taking it withdrew the watch). Never
+/// blocks.
+///
+/// Errors: `SHMCAST_EINVAL` (null `pub`).
+///
+/// Threads: callable from any thread, but not concurrently with another call on the same
+/// handle.
+///
+/// # Safety
+///
+/// `pub` is `NULL` or a live handle from `shmcast_publisher_create`, not in use by another
+/// thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmcast_publisher_unwatch_space(r#pub: *mut shmcast_publisher) -> c_int {
+    guard(|| {
+        // SAFETY: the caller promises null or a live handle used by this thread only.
+        let h = unsafe { handle(r#pub) }?;
+        if let Ok(p) = h.idle() {
+            p.unwatch_space();
+        }
+        Ok(())
     })
 }
 

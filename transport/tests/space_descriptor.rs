@@ -339,6 +339,21 @@ fn a_loan_withdraws_the_watch_and_leaves_the_descriptor_quiet() {
 }
 
 #[test]
+fn unwatch_space_withdraws_a_wait_given_up() {
+    let mut h = Held::new("unwatch", None);
+    h.p.unwatch_space();
+    // Releases after the withdrawal ring nobody, and the timer is disarmed.
+    h.child.resume();
+    assert!(
+        !poll_readable(h.fd(), RECHECK * 2),
+        "readable after the wait was withdrawn"
+    );
+    h.p.unwatch_space();
+    assert!(try_publish(&mut h.p, h.next, &mut h.buf), "no space");
+    h.end();
+}
+
+#[test]
 fn a_watch_that_fits_at_once_arms_nothing() {
     let fds = FdGuard::new();
     let mut p = publisher("fits", None);

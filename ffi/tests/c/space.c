@@ -48,8 +48,10 @@ int main(int argc, char **argv) {
         FAIL("no space descriptor while a loan is outstanding");
     }
     CHECK_OK(shmcast_publisher_abandon(pub));
-    /* Nobody gates yet: everything fits, nothing is armed. */
+    /* Nobody gates yet: everything fits, nothing is armed; withdrawing nothing is no error. */
     CHECK_OK(shmcast_publisher_watch_space(pub, 1000));
+    EXPECT(shmcast_publisher_unwatch_space(NULL), SHMCAST_EINVAL);
+    CHECK_OK(shmcast_publisher_unwatch_space(pub));
 
     printf("listening %s\n", shmcast_publisher_path(pub));
     fflush(stdout);

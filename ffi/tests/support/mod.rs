@@ -207,11 +207,6 @@ impl Runner {
                 "--leak-check=full",
                 "--errors-for-leak-kinds=definite",
                 "--quiet",
-                concat!(
-                    "--suppressions=",
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/tests/valgrind.supp"
-                ),
             ]);
             c.arg(exe);
             c

@@ -17,10 +17,13 @@ impl Publisher {
     /// The descriptor a publisher in an event loop (`poll`, epoll, mio, libuv, ...) waits on
     /// for space, after [`watch_space`](Self::watch_space) armed it: it becomes readable when
     /// the publisher should try its loan again. Wait for it only while a message waits for
-    /// space, as for a socket's `POLLOUT`: between waits it may stay readable for nothing.
+    /// space, as for a socket's `POLLOUT`: between waits it may stay readable for nothing. A
+    /// loop that gives up on a message it watched for calls
+    /// [`unwatch_space`](Self::unwatch_space).
     ///
     /// It is an epoll descriptor owned by the publisher: wait on it for input, never read it or
-    /// close it. Tokio users have [`AsyncPublisher`](crate::tokio::AsyncPublisher) instead.
+    /// close it (a loop that sets `O_NONBLOCK` on it does no harm). Tokio users have
+    /// [`AsyncPublisher`](crate::tokio::AsyncPublisher) instead.
     pub fn space_fd(&self) -> BorrowedFd<'_> {
         self.shared.space.fd()
     }
@@ -33,10 +36,12 @@ impl Publisher {
     /// announces the wait, so that gating subscribers ring the publisher as they release, and
     /// returns `Ok(false)`: the descriptor becomes readable when a subscriber has released
     /// space, when one has left, when the stall bound has passed (the next loan then demotes
-    /// the slowest gating subscriber, as a blocking loan would), or after 100 ms at the latest,
-    /// a re-check that a subscriber withholding its doorbells cannot prevent. Then try the loan
-    /// again: any loan, or another `watch_space`, withdraws the announcement first. The stall
-    /// bound counts across these retries from the first loan that found the ring full.
+    /// the slowest gating subscriber, as a blocking loan would), when a
+    /// [`Closer`](super::Closer) ended the stream, or after 100 ms at the latest, a re-check
+    /// that a subscriber withholding its doorbells cannot prevent. Then try the loan again: any
+    /// loan, or another `watch_space`, withdraws the announcement first;
+    /// [`unwatch_space`](Self::unwatch_space) withdraws it without a loan. The stall bound
+    /// counts across these retries from the first loan that found the ring full.
     ///
     /// # Errors
     ///
@@ -82,9 +87,13 @@ impl Publisher {
         Ok(false)
     }
 
-    /// Withdraws what [`watch_space`](Self::watch_space) left: the announcement, the timer,
-    /// and the doorbells the space set holds, so that it is not readable for nothing.
-    pub(super) fn unwatch_space(&mut self) {
+    /// Withdraws what [`watch_space`](Self::watch_space) armed, for a publisher that gives up
+    /// on the message it waited to send (drops it, defers it, shuts down): subscribers stop
+    /// ringing for the wait, its timer is disarmed and the doorbells already rung are taken, so
+    /// the descriptor is no longer readable for it. Every loan and watch does this first; an
+    /// armed descriptor left without either becomes readable and stays so, and keeps a
+    /// level-triggered loop that still watches it awake. Does nothing if nothing is armed.
+    pub fn unwatch_space(&mut self) {
         if std::mem::take(&mut self.space_watched) {
             self.shared.space.disarm();
             full_wait::end_now(&self.shared);

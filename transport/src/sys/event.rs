@@ -1,8 +1,9 @@
 //! Readiness: eventfd counters, timerfds, `poll` and epoll.
 
+#![allow(unsafe_code)]
+
 use std::io;
-use std::mem::MaybeUninit;
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
 use rustix::event::EventfdFlags;
@@ -217,6 +218,9 @@ const EPOLL_BATCH: usize = 16;
 /// `epoll_wait(epfd, events, timeout)`—Waits for events and writes their tokens to `tokens`.
 ///
 /// Returns the number of events (at most `tokens.len()` and 16), or 0 when the timeout passes.
+///
+/// Called through the C library, not as a raw `epoll_pwait` without its mask size, which
+/// memcheck reports as uninitialised in programs that run the library under valgrind.
 pub(crate) fn epoll_wait(
     epfd: BorrowedFd<'_>,
     tokens: &mut [u64],
@@ -226,22 +230,34 @@ pub(crate) fn epoll_wait(
     if room == 0 {
         return Err(io::ErrorKind::InvalidInput.into());
     }
-    let mut events = [MaybeUninit::<epoll::Event>::uninit(); EPOLL_BATCH];
+    let mut events = [libc::epoll_event { events: 0, u64: 0 }; EPOLL_BATCH];
     let deadline = Deadline::after(timeout);
     loop {
         let slice = deadline.next_slice()?;
-        match epoll::wait(epfd, &mut events[..room], Some(&slice)) {
-            Ok((ready, _)) if !ready.is_empty() => {
-                for (token, event) in tokens.iter_mut().zip(ready.iter()) {
-                    // `Event` is packed: copy the field out before calling a method on it.
-                    let data = event.data;
-                    *token = data.u64();
-                }
-                return Ok(ready.len());
+        // Rounded up: a slice of less than a millisecond still sleeps.
+        let ms = slice
+            .tv_sec
+            .saturating_mul(1000)
+            .saturating_add((slice.tv_nsec + 999_999) / 1_000_000)
+            .min(i64::from(i32::MAX)) as i32;
+        // SAFETY: `events` has room for `room` (at most 16) entries, which the kernel writes;
+        // `epfd` is a descriptor borrowed for the call.
+        let n = unsafe { libc::epoll_wait(epfd.as_raw_fd(), events.as_mut_ptr(), room as i32, ms) };
+        if n > 0 {
+            let n = n as usize;
+            for (token, event) in tokens.iter_mut().zip(&events[..n]) {
+                *token = event.u64;
             }
-            Ok(_) | Err(Errno::INTR) if !deadline.expired() => {}
-            Ok(_) | Err(Errno::INTR) => return Ok(0),
-            Err(err) => return Err(err.into()),
+            return Ok(n);
+        }
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::Interrupted {
+                return Err(err);
+            }
+        }
+        if deadline.expired() {
+            return Ok(0);
         }
     }
 }
