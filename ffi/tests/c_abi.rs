@@ -571,4 +571,28 @@ fn examples_build_and_run() {
     sub.expect_line("#4: tick 4");
     sub.expect_line("publisher gone");
     sub.wait().assert_success();
+
+    // The event-loop publisher: every line of its input, through its 4 KiB ring.
+    let topic = r.topic("example-lines");
+    let mut lines = r.spawn(&out.join("lines"), &[&topic]);
+    lines.expect_line("publishing on");
+    let mut sub = r.spawn(&out.join("subscriber"), &[&topic]);
+    sub.close_stdin();
+    for i in 0..2000 {
+        lines.send_line(&format!("line {i}"));
+    }
+    lines.close_stdin();
+    let published = lines.wait();
+    published.assert_success();
+    assert!(
+        published
+            .stdout
+            .contains("published 2000 lines, dropped 0"),
+        "{}",
+        published.stdout
+    );
+    sub.expect_line("#0: line 0");
+    sub.expect_line("#1999: line 1999");
+    sub.expect_line("publisher gone");
+    sub.wait().assert_success();
 }
