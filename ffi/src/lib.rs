@@ -20,6 +20,7 @@
 //! | `publisher` | the publisher handle: create, loan, publish, send, statistics |
 //! | `publisher_wait` | the publisher's waits: for subscribers, and for space in an event loop |
 //! | `subscriber` | the subscriber handle: connect, receive in place or by copy, descriptor, statistics |
+//! | `translate` | what a caller passes turned into the transport's types: options into builders, timeouts, topics |
 //! | `version` | the library's version |
 //!
 //! The header is generated from these sources with cbindgen (`cbindgen.toml`); the test
@@ -37,6 +38,7 @@ mod options;
 mod publisher;
 mod publisher_wait;
 mod subscriber;
+mod translate;
 mod version;
 
 pub use contract::*;

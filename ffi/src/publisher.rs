@@ -13,10 +13,8 @@
 //! thread: a loan may be finished on another thread than the one that took it.
 
 use crate::error::{Failure, guard, guard_value};
-use crate::options::{
-    SHMCAST_MODE_GATING, SHMCAST_MODE_LOSSY, Wait, publisher_builder, shmcast_publisher_options,
-    topic_arg,
-};
+use crate::options::{SHMCAST_MODE_GATING, SHMCAST_MODE_LOSSY, shmcast_publisher_options};
+use crate::translate::{Wait, publisher_builder, topic_arg};
 use shmcast_transport::{Loan, MessageType, Mode, Publisher};
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::os::fd::{AsRawFd, RawFd};

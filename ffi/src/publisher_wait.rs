@@ -2,8 +2,8 @@
 //! event loop through the space descriptor.
 
 use crate::error::{Failure, SHMCAST_EAGAIN, SHMCAST_EINVAL, SHMCAST_ETIMEDOUT, guard};
-use crate::options::Wait;
 use crate::publisher::{handle, shmcast_publisher};
+use crate::translate::Wait;
 use std::ffi::c_int;
 use std::time::Duration;
 

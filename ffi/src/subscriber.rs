@@ -15,7 +15,8 @@
 
 use crate::contract::{Declared, shmcast_contract};
 use crate::error::{Failure, SHMCAST_EDEMOTED, SHMCAST_EINVAL, SHMCAST_EMSGSIZE, guard};
-use crate::options::{Wait, shmcast_subscriber_options, subscriber_builder, topic_arg};
+use crate::options::shmcast_subscriber_options;
+use crate::translate::{Wait, subscriber_builder, topic_arg};
 use shmcast_transport::{Sample, StreamEnd, Subscriber};
 use std::ffi::{c_char, c_int, c_void};
 use std::os::fd::{AsFd, AsRawFd, RawFd};

@@ -585,9 +585,7 @@ fn examples_build_and_run() {
     let published = lines.wait();
     published.assert_success();
     assert!(
-        published
-            .stdout
-            .contains("published 2000 lines, dropped 0"),
+        published.stdout.contains("published 2000 lines, dropped 0"),
         "{}",
         published.stdout
     );
