@@ -27,6 +27,10 @@
  *                    open (O_NONBLOCK on its own open file, which no reader can clear); the
  *                    listener's open of the queue directly in its epoll set
  *  12 mq-nested      the queue inside a set inside the listener's set
+ *  13 futex-relay    FUTEX_WAKE on the shared word, as for a blocking receive; a thread of the
+ *                    listener's process waits on the word in FUTEX_WAIT and, woken, writes an
+ *                    eventfd of the listener's own in the listener's epoll set (as a waker
+ *                    unparks an async runtime): no descriptor shared with the publisher
  *
  * The io_uring ways take IORING_SETUP flags from the environment (UFLAGS=0x100 for
  * COOP_TASKRUN, 0x3000 for SINGLE_ISSUER | DEFER_TASKRUN; default none).
@@ -35,8 +39,8 @@
  * and p90 of the wake latency. An experiment behind docs/performance.md ("An async
  * subscriber's wake is the doorbell's"), not part of the comparison binary:
  *
- *   cc -O2 -o doorbell_wake benches/experiments/doorbell_wake.c
- *   for r in 1 2 3 4 5; do for m in 0 1 2 3 4 5 6 7 8 9 10 11 12; do ./doorbell_wake $m; done; done
+ *   cc -O2 -pthread -o doorbell_wake benches/experiments/doorbell_wake.c
+ *   for r in 1 2 3 4 5; do for m in 0 1 2 3 4 5 6 7 8 9 10 11 12 13; do ./doorbell_wake $m; done; done
  *   ./doorbell_wake MODE [INTERVAL_US]
  */
 #define _GNU_SOURCE
@@ -60,6 +64,7 @@
 #include <string.h>
 #include <mqueue.h>
 #include <fcntl.h>
+#include <pthread.h>
 
 /* Not in every distribution's headers yet (Linux 6.7 added them). */
 #define OP_FUTEX_WAIT 51
@@ -69,12 +74,13 @@
 #define WARMUP 200
 
 enum { FUTEX, SOCKET_NESTED, SOCKET_DIRECT, EVENTFD_DIRECT, EVENTFD_NESTED, SOCKET_RECV, SOCKET_POLL,
-       TIMER_NESTED, TIMER_DIRECT, URING_DIRECT, URING_NESTED, MQ_DIRECT, MQ_NESTED, MODES };
+       TIMER_NESTED, TIMER_DIRECT, URING_DIRECT, URING_NESTED, MQ_DIRECT, MQ_NESTED, FUTEX_RELAY,
+       MODES };
 static const char *const NAMES[MODES] = {"futex", "socket-nested", "socket-direct",
                                          "eventfd-direct", "eventfd-nested", "socket-recv",
                                          "socket-poll", "timer-nested", "timer-direct",
                                          "uring-direct", "uring-nested", "mq-direct",
-                                         "mq-nested"};
+                                         "mq-nested", "futex-relay"};
 
 struct shared {
     _Atomic uint32_t word;
@@ -177,6 +183,26 @@ static void add(int set, int fd, uint32_t events) {
     }
 }
 
+/* futex-relay: the listener's own thread, asleep on the shared word as a blocking receive is,
+ * passes each wake on to the listener's epoll set through an eventfd only this process holds. */
+struct relay {
+    struct shared *s;
+    int efd;
+};
+
+static void *relay_wakes(void *arg) {
+    struct relay *r = arg;
+    for (uint32_t i = 0; i < MESSAGES; i++) {
+        uint32_t w;
+        while ((w = atomic_load(&r->s->word)) == i)
+            syscall(SYS_futex, &r->s->word, FUTEX_WAIT, w, NULL, NULL, 0);
+        uint64_t one = 1;
+        if (write(r->efd, &one, sizeof one) < 0) {
+        }
+    }
+    return NULL;
+}
+
 /* The listener: waits MESSAGES times, each bounded, and records each wake's latency. */
 static void listen_all(int mode, struct shared *s, int sock, int efd, int tfd, int mq) {
     int set = epoll_create1(0), inner = epoll_create1(0);
@@ -185,10 +211,20 @@ static void listen_all(int mode, struct shared *s, int sock, int efd, int tfd, i
                  mode == URING_NESTED || mode == MQ_NESTED;
     int uring = mode == URING_DIRECT || mode == URING_NESTED, pending = 0;
     struct uring u;
+    struct relay relay = {.s = s, .efd = -1};
+    pthread_t relay_thread;
+    if (mode == FUTEX_RELAY) {
+        relay.efd = eventfd(0, EFD_NONBLOCK);
+        efd = relay.efd;
+        if (pthread_create(&relay_thread, NULL, relay_wakes, &relay) != 0) {
+            perror("pthread_create");
+            exit(1);
+        }
+    }
     if (uring)
         uring_init(&u, getenv("UFLAGS") ? (unsigned)strtoul(getenv("UFLAGS"), NULL, 0) : 0);
     int source = uring ? u.fd
-                 : mode == EVENTFD_DIRECT || mode == EVENTFD_NESTED ? efd
+                 : mode == EVENTFD_DIRECT || mode == EVENTFD_NESTED || mode == FUTEX_RELAY ? efd
                  : timer ? tfd
                  : mode == MQ_DIRECT || mode == MQ_NESTED ? mq
                          : sock;
@@ -196,7 +232,7 @@ static void listen_all(int mode, struct shared *s, int sock, int efd, int tfd, i
         add(inner, source, timer ? EPOLLIN | EPOLLET : EPOLLIN);
         add(set, inner, EPOLLIN | EPOLLET);
     } else if (mode == SOCKET_DIRECT || mode == EVENTFD_DIRECT || mode == TIMER_DIRECT ||
-               mode == URING_DIRECT || mode == MQ_DIRECT) {
+               mode == URING_DIRECT || mode == MQ_DIRECT || mode == FUTEX_RELAY) {
         add(set, source, EPOLLIN | EPOLLET);
     }
     for (uint32_t i = 0; i < MESSAGES; i++) {
@@ -254,6 +290,8 @@ static void listen_all(int mode, struct shared *s, int sock, int efd, int tfd, i
         }
         s->latency[i] = now_ns() - atomic_load(&s->stamp);
     }
+    if (mode == FUTEX_RELAY)
+        pthread_join(relay_thread, NULL);
 }
 
 int main(int argc, char **argv) {
@@ -263,7 +301,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: doorbell_wake MODE [INTERVAL_US] (modes: 0 futex, 1 socket-nested, "
                         "2 socket-direct, 3 eventfd-direct, 4 eventfd-nested, 5 socket-recv, "
                         "6 socket-poll, 7 timer-nested, 8 timer-direct, 9 uring-direct, "
-                        "10 uring-nested, 11 mq-direct, 12 mq-nested)\n");
+                        "10 uring-nested, 11 mq-direct, 12 mq-nested, 13 futex-relay)\n");
         return 2;
     }
     struct shared *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
@@ -302,7 +340,7 @@ int main(int argc, char **argv) {
         struct timespec t = {.tv_sec = at / 1000000000ull, .tv_nsec = at % 1000000000ull};
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
         atomic_store(&s->stamp, now_ns());
-        if (mode == FUTEX || mode == URING_DIRECT || mode == URING_NESTED) {
+        if (mode == FUTEX || mode == URING_DIRECT || mode == URING_NESTED || mode == FUTEX_RELAY) {
             atomic_store(&s->word, i + 1);
             syscall(SYS_futex, &s->word, FUTEX_WAKE, 1, NULL, NULL, 0);
         } else if (mode == TIMER_NESTED || mode == TIMER_DIRECT) {
