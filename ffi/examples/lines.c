@@ -39,7 +39,7 @@ int main(int argc, char **argv) {
     size_t have = 0;                   /* bytes in `in` */
     long give_up_ms = argc > 2 ? atol(argv[2]) : 10000, waiting_since = -1;
     unsigned long long published = 0, dropped = 0;
-    int eof = 0, rc;
+    int eof = 0, skip = 0, rc; /* skip: the rest of a line longer than `in` is discarded */
 
     if (argc < 2) {
         fprintf(stderr, "usage: %s TOPIC [GIVE_UP_MS]\n", argv[0]);
@@ -69,6 +69,13 @@ int main(int argc, char **argv) {
         for (;;) {
             char *nl = memchr(in, '\n', have);
             size_t len, used;
+            if (skip && have > 0) {
+                used = nl != NULL ? (size_t)(nl - in) + 1 : have;
+                skip = nl == NULL;
+                memmove(in, in + used, have - used);
+                have -= used;
+                continue;
+            }
             if (have == 0 || (nl == NULL && !eof && have < sizeof in)) {
                 break;
             }
@@ -102,6 +109,7 @@ int main(int argc, char **argv) {
                 published++;
             }
             waiting_since = -1;
+            skip = nl == NULL && !eof; /* a full buffer, its line not ended yet */
             memmove(in, in + used, have - used);
             have -= used;
         }

@@ -212,13 +212,16 @@ impl FullWait {
 }
 
 /// Ends a sleep announced by [`FullWait::on_full`] for a caller that waited elsewhere (in an
-/// event loop, on a reactor) or gave up waiting: withdraws the announcement and takes whatever
-/// doorbells the space set holds, so that it is not left readable for nothing.
+/// event loop, on a reactor) or gave up waiting: withdraws the announcement, then takes
+/// whatever doorbells the space set holds, so that it is not left readable for nothing. A
+/// subscriber that saw the announcement just before it was withdrawn may still ring after
+/// that: the next wait takes its doorbell.
 pub(crate) fn end_now(shared: &Shared) {
+    let mut writer = shared.lock();
+    writer.end_wait_for_space();
     let mut tokens = [0u64; wake::SPACE_EVENTS];
     let ready = shared.space.wait(&mut tokens, Duration::ZERO).unwrap_or(0);
-    let mut writer = shared.lock();
-    FullWait::end(shared, &mut writer, &tokens[..ready]);
+    shared.space.drain(&writer, &tokens[..ready]);
 }
 
 /// Demotes `id` and wakes it so a parked subscriber learns of it.

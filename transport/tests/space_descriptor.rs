@@ -354,6 +354,20 @@ fn unwatch_space_withdraws_a_wait_given_up() {
 }
 
 #[test]
+fn unwatch_space_takes_a_departure_seen_with_nothing_armed() {
+    let mut h = Held::new("departed", None);
+    h.p.unwatch_space();
+    h.child.signal(libc::SIGKILL);
+    // Once the departure is counted the hung-up connection has left the set; the server thread
+    // then signals the departure, even with no wait armed.
+    common::until("the departure", || h.p.stats().departed == 1);
+    assert!(poll_readable(h.fd(), HANG), "a departure not signalled");
+    h.p.unwatch_space();
+    assert!(!poll_readable(h.fd(), Duration::ZERO), "still readable");
+    h.end();
+}
+
+#[test]
 fn a_watch_that_fits_at_once_arms_nothing() {
     let fds = FdGuard::new();
     let mut p = publisher("fits", None);

@@ -290,7 +290,7 @@ impl Publisher {
     /// Reserves `len` bytes, waiting for space as `wait` says. Deadlines count from the moment
     /// the ring is first found full, which is the call itself up to one reservation attempt.
     pub(crate) fn loan_until(&mut self, len: usize, wait: Wait) -> Result<Loan<'_>, LoanError> {
-        self.unwatch_space();
+        self.end_space_watch();
         let shared: &Shared = &self.shared;
         let mut guard = shared.lock();
         let mut full = FullWait::new(wait, self.stall_bound);
@@ -340,7 +340,7 @@ impl Publisher {
         len: usize,
         full: &mut FullWait,
     ) -> Result<Option<Duration>, LoanError> {
-        self.unwatch_space();
+        self.end_space_watch();
         if len > self.max_message {
             return Err(LoanError::TooLarge {
                 len,

@@ -17,9 +17,10 @@ impl Publisher {
     /// The descriptor a publisher in an event loop (`poll`, epoll, mio, libuv, ...) waits on
     /// for space, after [`watch_space`](Self::watch_space) armed it: it becomes readable when
     /// the publisher should try its loan again. Wait for it only while a message waits for
-    /// space, as for a socket's `POLLOUT`: between waits it may stay readable for nothing. A
-    /// loop that gives up on a message it watched for calls
-    /// [`unwatch_space`](Self::unwatch_space).
+    /// space, as for a socket's `POLLOUT`: between waits it may be readable for nothing (a
+    /// subscriber that left, a late doorbell), and a loop that keeps waiting on it then wakes
+    /// for nothing. A loop that gives up on a message it watched for calls
+    /// [`unwatch_space`](Self::unwatch_space) and stops waiting on it.
     ///
     /// It is an epoll descriptor owned by the publisher: wait on it for input, never read it or
     /// close it (a loop that sets `O_NONBLOCK` on it does no harm). Tokio users have
@@ -81,7 +82,7 @@ impl Publisher {
         };
         self.space_watched = true;
         self.shared.space.arm(after).map_err(|e| {
-            self.unwatch_space();
+            self.end_space_watch();
             LoanError::Io(e)
         })?;
         Ok(false)
@@ -89,11 +90,18 @@ impl Publisher {
 
     /// Withdraws what [`watch_space`](Self::watch_space) armed, for a publisher that gives up
     /// on the message it waited to send (drops it, defers it, shuts down): subscribers stop
-    /// ringing for the wait, its timer is disarmed and the doorbells already rung are taken, so
-    /// the descriptor is no longer readable for it. Every loan and watch does this first; an
-    /// armed descriptor left without either becomes readable and stays so, and keeps a
-    /// level-triggered loop that still watches it awake. Does nothing if nothing is armed.
+    /// ringing for the wait, its timer is disarmed, and what the descriptor holds now (doorbells,
+    /// a departure) is taken. Stop waiting on the descriptor as well: a doorbell already on its
+    /// way when the wait is withdrawn, or a subscriber leaving later, can still make it
+    /// readable, and only the next wait takes that. Every loan and watch withdraws an armed
+    /// wait first; an armed descriptor left without either becomes readable and stays so.
     pub fn unwatch_space(&mut self) {
+        self.space_watched = true;
+        self.end_space_watch();
+    }
+
+    /// Withdraws an armed watch, if any: the announcement, the timer, the doorbells.
+    pub(super) fn end_space_watch(&mut self) {
         if std::mem::take(&mut self.space_watched) {
             self.shared.space.disarm();
             full_wait::end_now(&self.shared);
