@@ -56,10 +56,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .filter(|(_, o)| *o)
             .map(|(s, _)| PollFd::new(s, PollFlags::IN))
             .collect();
-        if !fds.is_empty() {
-            if poll(&mut fds, Some(&TEN_SECONDS))? == 0 {
-                return Err("no message for 10 s".into());
-            }
+        if !fds.is_empty() && poll(&mut fds, Some(&TEN_SECONDS))? == 0 {
+            return Err("no message for 10 s".into());
         }
     }
     println!("received per topic: {received:?}");
