@@ -1033,18 +1033,16 @@ int shmcast_publisher_subscribers(struct shmcast_publisher *pub,
  * epoll, libuv, libevent) that waits for space instead of blocking in a send.
  *
  * Returns a descriptor (>= 0) owned by the publisher, or `SHMCAST_EINVAL` if `pub` is `NULL`.
- * After `shmcast_publisher_watch_space` returned `SHMCAST_EAGAIN` it becomes readable
- * (`POLLIN`) when the publisher should try again: a gating subscriber released space, one
- * left, the stall bound passed (the next send then demotes the slowest gating subscriber and
- * goes through), or 100 ms went by (a re-check that a subscriber withholding its wakeups
- * cannot prevent). Wait for it only while a message waits for space, as for a socket's
- * `POLLOUT`: between waits it may be readable for nothing (a subscriber that left, a late
- * wakeup), and an armed descriptor stays readable until the next send, loan or watch, or
- * `shmcast_publisher_unwatch_space` for a loop that gives up on the message; a loop that
- * keeps polling it meanwhile wakes for nothing. Works with `poll()`, level-triggered and
- * edge-triggered epoll, libuv and libevent (setting `O_NONBLOCK` on it does no harm). Do not
- * read, write or close it; it closes with `shmcast_publisher_destroy`. Never blocks;
- * callable while a loan is outstanding.
+ * It is readable (`POLLIN`) only after `shmcast_publisher_watch_space` returned
+ * `SHMCAST_EAGAIN`, when the publisher should try again: a gating subscriber released space,
+ * one left, the stall bound passed (the next send then demotes the slowest gating subscriber
+ * and goes through), or 100 ms went by (a re-check that a subscriber withholding its wakeups
+ * cannot prevent); and it stays so until the next send, loan or watch, or
+ * `shmcast_publisher_unwatch_space`. It may stay in the loop's set for good; readiness may be
+ * spurious (the send then returns `SHMCAST_EAGAIN` again). Works with `poll()`,
+ * level-triggered and edge-triggered epoll, libuv and libevent (setting `O_NONBLOCK` on it
+ * does no harm). Do not read, write or close it; it closes with `shmcast_publisher_destroy`.
+ * Never blocks; callable while a loan is outstanding.
  *
  * Threads: callable from any thread, but not concurrently with another call on the same
  * handle.
@@ -1090,13 +1088,10 @@ int shmcast_publisher_watch_space(struct shmcast_publisher *pub, size_t len);
 /**
  * Withdraws what `shmcast_publisher_watch_space` armed, for a loop that gives up on the
  * message it waited to send (drops it, defers it, shuts down): subscribers stop waking the
- * publisher for it, and what the space descriptor holds now (wakeups, a departure) is taken.
- * Stop polling the descriptor as well: a wakeup already on its way when the wait is
- * withdrawn, or a subscriber leaving later, can still make it readable, and only the next
- * wait takes that. Every send, loan and watch withdraws an armed wait first; an armed
- * descriptor left without any of them becomes readable and stays so. Harmless if nothing is
- * armed; does nothing while a loan is outstanding (taking it withdrew the watch). Never
- * blocks.
+ * publisher for it, and the space descriptor is quiet until the next watch. Every send, loan
+ * and watch withdraws an armed wait first; an armed descriptor left without any of them
+ * becomes readable and stays so. Does nothing if nothing is armed, or while a loan is
+ * outstanding (taking it withdrew the watch). Never blocks.
  *
  * Errors: `SHMCAST_EINVAL` (null `pub`).
  *

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | a subscriber blocked in `recv` | a futex on the ring's wake word | the publisher, one `FUTEX_WAKE` for all of them ([`deliver`]) |
 //! | a subscriber in an event loop | its descriptor (see [`readiness`](crate::readiness)) | the publisher, a one-byte doorbell on that subscriber's own connection ([`ring_doorbell`]) |
-//! | the publisher waiting for space | an epoll set of every admitted connection ([`SpaceWait`]), directly or in an event loop | a subscriber that released, with a doorbell on its connection; the server thread when a subscriber leaves; the set's own timer when the stall bound or a re-check is due |
+//! | the publisher waiting for space | an epoll set of every admitted connection ([`SpaceWait`]), directly, or inside an event loop's set of its own while a wait is armed | a subscriber that released, with a doorbell on its connection; the server thread when a subscriber leaves; in an event loop, also a timer of its own when the stall bound or a re-check is due |
 //!
 //! A busy subscriber costs the publisher nothing: the core asks for a wake only for those that
 //! announced they park, and a commit that wakes nobody makes no syscall.
@@ -148,18 +148,26 @@ pub(crate) fn sleep_on_word(reader: &mut Reader, timeout: Duration) -> io::Resul
 /// it).
 const KICK: u64 = u64::MAX;
 
-/// `space_epoll` token of the timer an event loop's wait is armed with.
-const TIMER: u64 = u64::MAX - 1;
+/// Tokens in the event loop's set: the space set, and the timer.
+const SPACE: u64 = 1;
+const TIMER: u64 = 2;
 
 /// Where the publisher waits for space: an epoll set of every admitted connection (token: the
-/// subscriber id; a subscriber that releases space while the publisher waits rings its doorbell),
-/// of a private eventfd that the server thread signals when a subscriber leaves (its space
-/// is free), and of a private timer that ends an event loop's wait when the publisher must look
-/// again by itself (`Publisher::watch_space`).
+/// subscriber id; a subscriber that releases space while the publisher waits rings its doorbell)
+/// and of a private eventfd that the server thread signals when a subscriber leaves (its space
+/// is free).
+///
+/// A publisher in an event loop waits on a set of its own (`Publisher::space_fd`), which holds
+/// the space set only while a wait is armed ([`arm_watch`](Self::arm_watch)), and a private
+/// timer that ends the wait when the publisher must look again by itself. Whatever reaches the
+/// space set between waits (a doorbell rung just before a wait was withdrawn, a departure)
+/// therefore never makes that descriptor readable.
 pub(crate) struct SpaceWait {
     epoll: OwnedFd,
     kick: OwnedFd,
-    /// Registered edge-triggered and never read: each expiry makes one event.
+    /// The event loop's set: `epoll` while a wait is armed, and `timer`.
+    watch: OwnedFd,
+    /// Registered edge-triggered in `watch` and never read: each expiry makes one event.
     timer: OwnedFd,
 }
 
@@ -167,14 +175,20 @@ pub(crate) struct SpaceWait {
 pub(crate) const SPACE_EVENTS: usize = 16;
 
 impl SpaceWait {
-    /// An empty set with its kick.
+    /// An empty set with its kick, and the event loop's set with its timer.
     pub(crate) fn new() -> io::Result<Self> {
         let epoll = sys::event::epoll_create()?;
         let kick = sys::event::eventfd_create(true)?;
         sys::event::epoll_add(epoll.as_fd(), kick.as_fd(), KICK)?;
+        let watch = sys::event::epoll_create()?;
         let timer = sys::event::timerfd_create()?;
-        sys::event::epoll_add_edge(epoll.as_fd(), timer.as_fd(), TIMER)?;
-        Ok(SpaceWait { epoll, kick, timer })
+        sys::event::epoll_add_edge(watch.as_fd(), timer.as_fd(), TIMER)?;
+        Ok(SpaceWait {
+            epoll,
+            kick,
+            watch,
+            timer,
+        })
     }
 
     /// Watches an admitted subscriber's connection for its doorbells.
@@ -187,19 +201,31 @@ impl SpaceWait {
         let _ = sys::event::epoll_del(self.epoll.as_fd(), conn);
     }
 
-    /// The epoll set itself, for an event loop or a reactor to watch.
+    /// The space set itself, for a reactor to watch (`shmcast::tokio`).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.epoll.as_fd()
     }
 
-    /// Makes the set readable by itself `after` from now, replacing any earlier arming.
-    pub(crate) fn arm(&self, after: Duration) -> io::Result<()> {
+    /// The event loop's set, readable only while a wait is armed.
+    pub(crate) fn watch_fd(&self) -> BorrowedFd<'_> {
+        self.watch.as_fd()
+    }
+
+    /// Arms an event loop's wait: the space set joins the event loop's set, and the timer
+    /// makes it readable by itself `after` from now. Undone by [`end_watch`](Self::end_watch).
+    pub(crate) fn arm_watch(&self, after: Duration) -> io::Result<()> {
+        sys::event::epoll_add(self.watch.as_fd(), self.epoll.as_fd(), SPACE)?;
         sys::event::timerfd_arm(self.timer.as_fd(), after)
     }
 
-    /// Cancels what [`arm`](Self::arm) set, if it has not expired yet.
-    pub(crate) fn disarm(&self) {
+    /// Ends an event loop's wait: the space set leaves the event loop's set, the timer is
+    /// disarmed, and an expiry already reported is taken, so that the set is quiet.
+    pub(crate) fn end_watch(&self) {
+        let _ = sys::event::epoll_del(self.watch.as_fd(), self.epoll.as_fd());
         let _ = sys::event::timerfd_disarm(self.timer.as_fd());
+        let mut tokens = [0u64; 2];
+        let _ = sys::event::epoll_wait(self.watch.as_fd(), &mut tokens, Some(Duration::ZERO));
     }
 
     /// Wakes a publisher waiting for space (a subscriber left).
@@ -224,8 +250,6 @@ impl SpaceWait {
         for &token in tokens {
             if token == KICK {
                 let _ = sys::event::eventfd_drain(self.kick.as_fd());
-            } else if token == TIMER {
-                // Edge-triggered: reporting the expiry consumed it.
             } else if let Some(link) = writer.attachment(SubscriberId(token)) {
                 drain_doorbells(link.conn.as_fd());
             }

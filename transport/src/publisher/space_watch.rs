@@ -1,11 +1,12 @@
 //! A publisher in an event loop waits for space on a descriptor: [`Publisher::space_fd`],
 //! armed by [`Publisher::watch_space`] when a gating subscriber's ring is full.
 //!
-//! The descriptor is the space set the blocking loans sleep on: every gating subscriber's
-//! connection, on which one that releases space while the publisher waits rings a doorbell,
-//! the server thread's kick when a subscriber leaves, and a timer of the set's own, armed for
-//! when the publisher must look again by itself (the stall bound, or the periodic re-check that
-//! bounds what a subscriber withholding its doorbells can do).
+//! The descriptor is an epoll set of the publisher's own. While a wait is armed it holds the
+//! space set the blocking loans sleep on (every gating subscriber's connection, on which one
+//! that releases space while the publisher waits rings a doorbell, and the server thread's kick
+//! when a subscriber leaves) and a timer, armed for when the publisher must look again by itself
+//! (the stall bound, or the periodic re-check that bounds what a subscriber withholding its
+//! doorbells can do). Between waits it holds nothing that can make it readable.
 
 use std::os::fd::BorrowedFd;
 
@@ -15,18 +16,16 @@ use crate::full_wait::{self, FullWait, Wait};
 
 impl Publisher {
     /// The descriptor a publisher in an event loop (`poll`, epoll, mio, libuv, ...) waits on
-    /// for space, after [`watch_space`](Self::watch_space) armed it: it becomes readable when
-    /// the publisher should try its loan again. Wait for it only while a message waits for
-    /// space, as for a socket's `POLLOUT`: between waits it may be readable for nothing (a
-    /// subscriber that left, a late doorbell), and a loop that keeps waiting on it then wakes
-    /// for nothing. A loop that gives up on a message it watched for calls
-    /// [`unwatch_space`](Self::unwatch_space) and stops waiting on it.
+    /// for space: readable only after [`watch_space`](Self::watch_space) armed it, when the
+    /// publisher should try its loan again, and until the next loan, watch or
+    /// [`unwatch_space`](Self::unwatch_space). It may stay registered in the loop for good;
+    /// readiness may be spurious (the loan then finds the ring still full and watches again).
     ///
     /// It is an epoll descriptor owned by the publisher: wait on it for input, never read it or
     /// close it (a loop that sets `O_NONBLOCK` on it does no harm). Tokio users have
     /// [`AsyncPublisher`](crate::tokio::AsyncPublisher) instead.
     pub fn space_fd(&self) -> BorrowedFd<'_> {
-        self.shared.space.fd()
+        self.shared.space.watch_fd()
     }
 
     /// Asks to be told through [`space_fd`](Self::space_fd) when `len` bytes may fit, for a
@@ -76,12 +75,17 @@ impl Publisher {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn watch_space(&mut self, len: usize) -> Result<bool, LoanError> {
+        if !self.space_watched {
+            // What reached the space set since the last wait (a late doorbell, a departure)
+            // would make the new wait readable at once, for nothing.
+            full_wait::end_now(&self.shared);
+        }
         let mut full = FullWait::new(Wait::Forever, self.stall_bound).in_event_loop();
         let Some(after) = self.space_step(len, &mut full)? else {
             return Ok(true);
         };
         self.space_watched = true;
-        self.shared.space.arm(after).map_err(|e| {
+        self.shared.space.arm_watch(after).map_err(|e| {
             self.end_space_watch();
             LoanError::Io(e)
         })?;
@@ -90,20 +94,17 @@ impl Publisher {
 
     /// Withdraws what [`watch_space`](Self::watch_space) armed, for a publisher that gives up
     /// on the message it waited to send (drops it, defers it, shuts down): subscribers stop
-    /// ringing for the wait, its timer is disarmed, and what the descriptor holds now (doorbells,
-    /// a departure) is taken. Stop waiting on the descriptor as well: a doorbell already on its
-    /// way when the wait is withdrawn, or a subscriber leaving later, can still make it
-    /// readable, and only the next wait takes that. Every loan and watch withdraws an armed
-    /// wait first; an armed descriptor left without either becomes readable and stays so.
+    /// ringing for the wait, its timer is disarmed, and the descriptor is quiet until the next
+    /// watch. Every loan and watch withdraws an armed wait first; an armed descriptor left
+    /// without either becomes readable and stays so. Does nothing if nothing is armed.
     pub fn unwatch_space(&mut self) {
-        self.space_watched = true;
         self.end_space_watch();
     }
 
     /// Withdraws an armed watch, if any: the announcement, the timer, the doorbells.
     pub(super) fn end_space_watch(&mut self) {
         if std::mem::take(&mut self.space_watched) {
-            self.shared.space.disarm();
+            self.shared.space.end_watch();
             full_wait::end_now(&self.shared);
         }
     }
