@@ -212,7 +212,9 @@ impl From<LoanError> for Failure {
             LoanError::TooLarge { .. } => SHMCAST_ETOOLARGE,
             LoanError::Full => SHMCAST_EAGAIN,
             LoanError::Timeout => SHMCAST_ETIMEDOUT,
-            LoanError::Unaligned { .. } | LoanError::WrongType { .. } => SHMCAST_EINVAL,
+            LoanError::Unaligned { .. }
+            | LoanError::WrongType { .. }
+            | LoanError::WrongLength { .. } => SHMCAST_EINVAL,
             LoanError::Io(_) => SHMCAST_EIO,
             LoanError::Closed => SHMCAST_EDISCONNECTED,
         };

@@ -70,13 +70,27 @@ impl shmcast_publisher {
         // while it exists every other path to the publisher goes through `idle`, which refuses.
         // SAFETY: no loan is outstanding (checked above): nothing else refers to the publisher.
         let publisher: &'static mut Publisher = unsafe { &mut *self.publisher.as_ptr() };
-        let loan = match wait {
-            Wait::Never => publisher.try_loan(len),
-            Wait::Forever => publisher.loan(len),
-            Wait::For(t) => publisher.loan_timeout(len, t),
+        // C checks a typed topic's length when the loan is published (`publish_len` may send
+        // less than was loaned), so a loan of another length is lent, as one of variable length
+        // filled to `len`.
+        let loan = match (self.pod.is_some(), wait) {
+            (false, Wait::Never) => publisher.try_loan(len),
+            (false, Wait::Forever) => publisher.loan(len),
+            (false, Wait::For(t)) => publisher.loan_timeout(len, t),
+            (true, Wait::Never) => publisher.try_loan_up_to(len).map(filled),
+            (true, Wait::Forever) => publisher.loan_up_to(len).map(filled),
+            (true, Wait::For(t)) => publisher.loan_up_to_timeout(len, t).map(filled),
         }?;
         Ok(self.loan.insert(loan))
     }
+}
+
+/// A loan from `loan_up_to` with all its capacity part of the message, as `loan` lends it.
+fn filled(mut loan: Loan<'_>) -> Loan<'_> {
+    let all = loan.capacity();
+    // Never over the capacity.
+    let _ = loan.set_len(all);
+    loan
 }
 
 impl Drop for shmcast_publisher {

@@ -160,6 +160,15 @@ pub enum LoanError {
         /// Its alignment.
         align: usize,
     },
+    /// `send`, `loan`, `try_loan`, `loan_timeout`: the topic declares a Pod type
+    /// ([`PublisherBuilder::pod`](crate::PublisherBuilder::pod)) and every message must be one,
+    /// but this one has another length. Nothing is published.
+    WrongLength {
+        /// What the topic declares.
+        declared: crate::MessageType,
+        /// The length asked for.
+        len: usize,
+    },
     /// The stream was ended from another thread ([`Closer`](crate::Closer)): nothing more can
     /// be published.
     Closed,
@@ -189,6 +198,14 @@ impl fmt::Display for LoanError {
                 f,
                 "a value of {size} bytes, align {align}, is not the topic's declared {declared}"
             ),
+            LoanError::WrongLength { declared, len } => match declared {
+                crate::MessageType::Pod { name, size, .. } => write!(
+                    f,
+                    "the topic declares every message one {name} ({size} bytes): \
+                     a message of {len} bytes is not one"
+                ),
+                other => write!(f, "a message of {len} bytes is not the topic's {other}"),
+            },
             LoanError::Closed => f.write_str("the stream was ended (Closer::close)"),
             LoanError::Io(e) => write!(f, "waiting for ring space: {e}"),
         }

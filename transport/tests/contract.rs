@@ -358,6 +358,61 @@ fn typed_sends_keep_to_the_declared_pod() {
     fds.check();
 }
 
+/// On a topic that declares a Pod type, raw sends and fixed-length loans of another length are
+/// refused before they wait or reserve anything; only a loan of variable length, whose length
+/// is known when it is published, goes unchecked, and its subscribers refuse what it sent.
+#[test]
+fn raw_sends_of_another_length_are_refused_on_a_pod_topic() {
+    let fds = FdGuard::new();
+    let t = topic("raw-lengths");
+    let mut publisher = Publisher::builder(&t)
+        .capacity(1 << 12)
+        .pod::<Tick>()
+        .bind()
+        .unwrap();
+    let mut sub = sub(&t).expect_pod::<Tick>().connect().unwrap();
+    // Fill the ring, so that a refusal that waited for space first would hang or time out.
+    let mut sent = 0u64;
+    while publisher.try_loan(16).map(|l| l.publish()).is_ok() {
+        sent += 1;
+    }
+    let wrong = publisher.send(b"abc");
+    let Err(ref e @ LoanError::WrongLength { len: 3, .. }) = wrong else {
+        panic!("{wrong:?}")
+    };
+    assert_eq!(
+        e.to_string(),
+        "the topic declares every message one Tick (16 bytes): a message of 3 bytes is not one"
+    );
+    let started = std::time::Instant::now();
+    for result in [
+        publisher.loan(17).map(drop),
+        publisher.try_loan(0).map(drop),
+        publisher.loan_timeout(8, T).map(drop),
+    ] {
+        assert!(
+            matches!(result, Err(LoanError::WrongLength { .. })),
+            "{result:?}"
+        );
+    }
+    assert!(started.elapsed() < T, "a refusal waited for space");
+    // The stream is intact: the subscriber reads exactly what fit, then nothing.
+    for seq in 0..sent {
+        let sample = sub.recv_timeout(T).unwrap();
+        assert_eq!((sample.seq(), sample.len()), (seq, 16));
+    }
+    assert!(matches!(sub.try_recv(), Err(RecvError::Empty)));
+    // A loan of variable length is not checked; its subscriber refuses to read a Tick in it.
+    let mut loan = publisher.loan_up_to(16).unwrap();
+    loan.extend_from_slice(b"short").unwrap();
+    loan.publish();
+    let sample = sub.recv_timeout(T).unwrap();
+    assert!(sample.as_pod::<Tick>().is_err());
+    drop(sample);
+    drop((sub, publisher));
+    fds.check();
+}
+
 #[test]
 fn impossible_declarations_and_expectations_are_refused_where_they_are_made() {
     let fds = FdGuard::new();

@@ -535,3 +535,50 @@ fn a_close_ends_async_waits_for_space_and_for_subscribers() {
     drop(rt);
     fds.check();
 }
+
+/// On a topic that declares a Pod type, an async loan or send of another length is refused at
+/// once, even with the ring full and no stall bound: it never waits for space it could not use.
+#[test]
+fn async_sends_of_another_length_are_refused_without_waiting() {
+    let fds = guard();
+    let rt = current_thread();
+    let t = topic("pod-length");
+    rt.block_on(async {
+        let publisher = Publisher::builder(&t)
+            .capacity(1024)
+            .pod::<u64>()
+            .stall_bound(None)
+            .bind()
+            .unwrap();
+        let mut publisher = AsyncPublisher::new(publisher).unwrap();
+        let _held = shmcast::Subscriber::connect(&t).unwrap();
+        while publisher.try_loan(8).map(|l| l.publish()).is_ok() {}
+        let refused = |r: Result<(), shmcast::LoanError>| {
+            assert!(
+                matches!(r, Err(shmcast::LoanError::WrongLength { len: 4, .. })),
+                "{r:?}"
+            )
+        };
+        let bound = PUBLISH_BOUND;
+        refused(
+            tokio::time::timeout(bound, publisher.send(b"four"))
+                .await
+                .unwrap(),
+        );
+        refused(
+            tokio::time::timeout(bound, publisher.loan(4))
+                .await
+                .unwrap()
+                .map(drop),
+        );
+        let timed = publisher.loan_timeout(4, Duration::from_secs(60));
+        refused(tokio::time::timeout(bound, timed).await.unwrap().map(drop));
+        let full = tokio::time::timeout(Duration::from_millis(50), publisher.send(&[0; 8])).await;
+        assert!(
+            full.is_err(),
+            "a message of the right length waits for space"
+        );
+    });
+    drop(rt);
+    fds.check();
+}

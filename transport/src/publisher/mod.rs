@@ -85,6 +85,9 @@ pub struct Publisher {
     /// timer armed; the next loan or watch withdraws them.
     space_watched: bool,
     max_message: usize,
+    /// The length of every message, if the topic declares a Pod type: fixed-length loans and
+    /// sends of another length are refused.
+    pod_len: Option<usize>,
     contract: Contract,
     /// The process that bound it: a copy inherited across `fork` is not the publisher.
     pid: u32,
@@ -183,6 +186,10 @@ impl Publisher {
             stall: Stall::default(),
             space_watched: false,
             max_message: cfg.max_payload(),
+            pod_len: match &contract.message {
+                MessageType::Pod { size, .. } => Some(*size),
+                _ => None,
+            },
             contract,
             pid: std::process::id(),
         })
@@ -237,18 +244,35 @@ impl Publisher {
 
     /// Lends a writable `len`-byte buffer inside the ring, waiting while gating subscribers hold
     /// the space (up to the stall bound, if configured, after which the slowest is demoted).
+    ///
+    /// On a topic that declares a Pod type ([`PublisherBuilder::pod`](crate::PublisherBuilder::pod)),
+    /// `len` must be its size: [`LoanError::WrongLength`] otherwise, before any wait.
     pub fn loan(&mut self, len: usize) -> Result<Loan<'_>, LoanError> {
+        self.check_len(len)?;
         self.loan_until(len, Wait::Forever)
     }
 
     /// Like [`loan`](Self::loan), but gives up with [`LoanError::Timeout`] after `timeout`.
     pub fn loan_timeout(&mut self, len: usize, timeout: Duration) -> Result<Loan<'_>, LoanError> {
+        self.check_len(len)?;
         self.loan_until(len, Wait::For(timeout))
     }
 
     /// Like [`loan`](Self::loan), but never waits: a full ring is [`LoanError::Full`].
     pub fn try_loan(&mut self, len: usize) -> Result<Loan<'_>, LoanError> {
+        self.check_len(len)?;
         self.loan_until(len, Wait::Never)
+    }
+
+    /// Refuses a message of `len` bytes on a topic whose declared Pod type has another size.
+    pub(crate) fn check_len(&self, len: usize) -> Result<(), LoanError> {
+        match self.pod_len {
+            Some(size) if size != len => Err(LoanError::WrongLength {
+                declared: self.contract.message.clone(),
+                len,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Lends a buffer of up to `max` bytes for a message whose length is known only once it is
@@ -257,6 +281,11 @@ impl Publisher {
     /// exactly the bytes written. Waits for space as [`loan`](Self::loan) does, for all `max`
     /// bytes: ask for what the message may need, not more (the unused part is free again at once
     /// when the message is published).
+    ///
+    /// Its length is known only when it is published, so on a topic that declares a Pod type
+    /// nothing checks it: a message of another length reaches the subscribers, whose
+    /// [`Sample::as_pod`](crate::Sample::as_pod) then fails. Use
+    /// [`loan_pod`](Self::loan_pod) there.
     ///
     /// ```no_run
     /// use std::io::Write;
@@ -407,7 +436,9 @@ impl Publisher {
         }
     }
 
-    /// Copies `payload` into the ring and publishes it (waiting for space like `loan`).
+    /// Copies `payload` into the ring and publishes it (waiting for space like `loan`). On a
+    /// topic that declares a Pod type, a payload of another length is
+    /// [`LoanError::WrongLength`].
     pub fn send(&mut self, payload: &[u8]) -> Result<(), LoanError> {
         let mut loan = self.loan(payload.len())?;
         loan.copy_from_slice(payload);

@@ -112,6 +112,7 @@ impl AsyncPublisher {
     /// Cancel safe: nothing is reserved until the poll that returns the loan, and a wait that is
     /// dropped withdraws its announcement (subscribers stop ringing for it).
     pub async fn loan(&mut self, len: usize) -> Result<Loan<'_>, LoanError> {
+        self.inner.check_len(len)?;
         self.wait_for_space(len, Wait::Forever).await?;
         self.inner.try_loan(len)
     }
@@ -126,6 +127,7 @@ impl AsyncPublisher {
         len: usize,
         timeout: Duration,
     ) -> Result<Loan<'_>, LoanError> {
+        self.inner.check_len(len)?;
         self.wait_for_space(len, Wait::For(timeout)).await?;
         self.inner.try_loan(len)
     }
