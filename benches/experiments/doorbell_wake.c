@@ -31,6 +31,12 @@
  *                    listener's process waits on the word in FUTEX_WAIT and, woken, writes an
  *                    eventfd of the listener's own in the listener's epoll set (as a waker
  *                    unparks an async runtime): no descriptor shared with the publisher
+ *  14 eventfd-bell   an 8-byte write to an eventfd only the publisher holds, registered
+ *                    edge-triggered in an epoll set the publisher hands over (the bell set),
+ *                    the bell set in the listener's set; the listener never reads the eventfd
+ *                    (it could not), it only takes the bell set's event
+ *  15 eventfd-bell3  the same bell set inside the subscriber's own set (edge-triggered) inside
+ *                    the listener's set
  *
  * The io_uring ways take IORING_SETUP flags from the environment (UFLAGS=0x100 for
  * COOP_TASKRUN, 0x3000 for SINGLE_ISSUER | DEFER_TASKRUN; default none).
@@ -40,7 +46,7 @@
  * subscriber's wake is the doorbell's"), not part of the comparison binary:
  *
  *   cc -O2 -pthread -o doorbell_wake benches/experiments/doorbell_wake.c
- *   for r in 1 2 3 4 5; do for m in 0 1 2 3 4 5 6 7 8 9 10 11 12 13; do ./doorbell_wake $m; done; done
+ *   for r in 1 2 3 4 5; do for m in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do ./doorbell_wake $m; done; done
  *   ./doorbell_wake MODE [INTERVAL_US]
  */
 #define _GNU_SOURCE
@@ -75,12 +81,13 @@
 
 enum { FUTEX, SOCKET_NESTED, SOCKET_DIRECT, EVENTFD_DIRECT, EVENTFD_NESTED, SOCKET_RECV, SOCKET_POLL,
        TIMER_NESTED, TIMER_DIRECT, URING_DIRECT, URING_NESTED, MQ_DIRECT, MQ_NESTED, FUTEX_RELAY,
-       MODES };
+       EVENTFD_BELL, EVENTFD_BELL3, MODES };
 static const char *const NAMES[MODES] = {"futex", "socket-nested", "socket-direct",
                                          "eventfd-direct", "eventfd-nested", "socket-recv",
                                          "socket-poll", "timer-nested", "timer-direct",
                                          "uring-direct", "uring-nested", "mq-direct",
-                                         "mq-nested", "futex-relay"};
+                                         "mq-nested", "futex-relay", "eventfd-bell",
+                                         "eventfd-bell3"};
 
 struct shared {
     _Atomic uint32_t word;
@@ -228,7 +235,17 @@ static void listen_all(int mode, struct shared *s, int sock, int efd, int tfd, i
                  : timer ? tfd
                  : mode == MQ_DIRECT || mode == MQ_NESTED ? mq
                          : sock;
-    if (nested) {
+    int bell = mode == EVENTFD_BELL || mode == EVENTFD_BELL3, own = -1;
+    if (bell) {
+        add(inner, efd, EPOLLIN | EPOLLET);
+        if (mode == EVENTFD_BELL3) {
+            own = epoll_create1(0);
+            add(own, inner, EPOLLIN | EPOLLET);
+            add(set, own, EPOLLIN | EPOLLET);
+        } else {
+            add(set, inner, EPOLLIN | EPOLLET);
+        }
+    } else if (nested) {
         add(inner, source, timer ? EPOLLIN | EPOLLET : EPOLLIN);
         add(set, inner, EPOLLIN | EPOLLET);
     } else if (mode == SOCKET_DIRECT || mode == EVENTFD_DIRECT || mode == TIMER_DIRECT ||
@@ -272,6 +289,14 @@ static void listen_all(int mode, struct shared *s, int sock, int efd, int tfd, i
                 continue;
             while (recv(sock, buf, sizeof buf, MSG_DONTWAIT) > 0) {
             }
+        } else if (bell) {
+            /* Take the events down the sets; the eventfd itself is never read. */
+            struct epoll_event ev;
+            if (epoll_wait(set, &ev, 1, 5) == 0)
+                continue;
+            if (own >= 0)
+                epoll_wait(own, &ev, 1, 0);
+            epoll_wait(inner, &ev, 1, 0);
         } else {
             struct epoll_event ev;
             if (epoll_wait(set, &ev, 1, 5) == 0)
@@ -301,7 +326,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: doorbell_wake MODE [INTERVAL_US] (modes: 0 futex, 1 socket-nested, "
                         "2 socket-direct, 3 eventfd-direct, 4 eventfd-nested, 5 socket-recv, "
                         "6 socket-poll, 7 timer-nested, 8 timer-direct, 9 uring-direct, "
-                        "10 uring-nested, 11 mq-direct, 12 mq-nested, 13 futex-relay)\n");
+                        "10 uring-nested, 11 mq-direct, 12 mq-nested, 13 futex-relay, "
+                        "14 eventfd-bell, 15 eventfd-bell3)\n");
         return 2;
     }
     struct shared *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
@@ -347,7 +373,8 @@ int main(int argc, char **argv) {
             timerfd_settime(tfd, 0, &soon, NULL);
         } else if (mode == MQ_DIRECT || mode == MQ_NESTED) {
             mq_send(mq_publish, "x", 1, 0); /* EAGAIN when one is pending: enough */
-        } else if (mode != EVENTFD_DIRECT && mode != EVENTFD_NESTED) {
+        } else if (mode != EVENTFD_DIRECT && mode != EVENTFD_NESTED && mode != EVENTFD_BELL &&
+                   mode != EVENTFD_BELL3) {
             send(pair[0], "x", 1, MSG_DONTWAIT);
         } else {
             uint64_t one = 1;

@@ -35,7 +35,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let in_place = tokio::spawn(read_in_place(in_place));
     let owned = tokio::spawn(read_owned(owned));
 
-    publisher.wait_for_subscribers(2).await;
+    publisher.wait_for_subscribers(2).await?;
     let publish = async {
         for i in 0..MESSAGES {
             let mut loan = publisher.loan(8).await?;

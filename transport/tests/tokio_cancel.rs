@@ -249,7 +249,7 @@ fn dropped_loans_lose_nothing_and_publish_nothing() {
         .unwrap();
         let mut sub = spawn("slow-subscriber", std::slice::from_ref(&name));
         sub.expect_line("ready");
-        assert_eq!(publisher.wait_for_subscribers(1).await, 1);
+        assert_eq!(publisher.wait_for_subscribers(1).await.unwrap(), 1);
         let mut rng = Rng(5);
         let (mut cancelled, mut once) = (0u64, 0u64);
         let mut buf = Vec::new();
@@ -319,7 +319,7 @@ fn loans_dropped_in_select_are_held_back_only_by_the_stall_bound() {
         )
         .unwrap();
         sub.expect_line("ready");
-        assert_eq!(publisher.wait_for_subscribers(1).await, 1);
+        assert_eq!(publisher.wait_for_subscribers(1).await.unwrap(), 1);
         sub.stop();
         let deadline = tokio::time::Instant::now() + WATCHDOG;
         let (mut buf, mut lost_races) = (Vec::new(), 0u64);

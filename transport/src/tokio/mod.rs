@@ -1,8 +1,10 @@
 //! Subscribers and publishers for tokio (cargo feature `tokio`): they await where the blocking
 //! API would block, and never block a runtime thread.
 //!
-//! * [`AsyncSubscriber`]: [`connect`](AsyncSubscriber::connect) waits for a publisher with an
-//!   async backoff; [`recv`](AsyncSubscriber::recv) returns the in-place [`Sample`] (a view of
+//! * [`AsyncSubscriber`]: [`connect_async`](crate::SubscriberBuilder::connect_async) waits for
+//!   a publisher up to its `connect_timeout`, with an async backoff
+//!   ([`connect`](AsyncSubscriber::connect), with no timeout, fails at once if there is none);
+//!   [`recv`](AsyncSubscriber::recv) returns the in-place [`Sample`] (a view of
 //!   the ring for a gating subscriber, exactly as [`Subscriber::recv`] does);
 //!   [`recv_timeout`](AsyncSubscriber::recv_timeout); [`into_stream`](AsyncSubscriber::into_stream)
 //!   gives a [`Stream`](futures_core::Stream) of owned [`Message`]s.
@@ -15,6 +17,17 @@
 //! there costs neither a syscall nor a trip through the reactor. The publisher waits for space
 //! on its space set, also registered with the reactor. Every future is `Send`: they run on the
 //! multi-thread runtime as well as on a current-thread one (any number of subscribers in one).
+//!
+//! # The runtime
+//!
+//! Any tokio runtime, current-thread or multi-thread, with its IO and time drivers: those of
+//! `#[tokio::main]` and `#[tokio::test]`, or a `Builder` with `enable_all()`. The waits bounded in
+//! time (a loan waiting for space, [`recv_timeout`](AsyncSubscriber::recv_timeout),
+//! [`wait_for_subscribers`](AsyncPublisher::wait_for_subscribers), a `connect_async` that waits
+//! for a publisher) use tokio's timers, and panic as they do on a runtime built without
+//! `enable_time()`. A publish that finds room takes part in tokio's cooperative scheduling, as
+//! tokio's own channels do: a loop of sends gives the thread back to other tasks now and then,
+//! even when it never has to wait.
 //!
 //! # Cancellation
 //!

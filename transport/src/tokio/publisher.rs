@@ -5,14 +5,14 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ::tokio::io::Interest;
 use ::tokio::io::unix::AsyncFd;
 
-use crate::error::{BindError, LoanError};
+use crate::error::{BindError, LoanError, WaitError};
 use crate::full_wait::{self, FullWait, Wait};
-use crate::loan::Loan;
+use crate::loan::{Loan, PodLoan};
 use crate::publisher::{Publisher, PublisherStats};
 use crate::shared::Shared;
 use crate::sys;
@@ -161,6 +161,18 @@ impl AsyncPublisher {
         Ok(())
     }
 
+    /// Lends a buffer for one `T`, to be filled in place, awaiting space like
+    /// [`loan`](Self::loan); checked against the topic's declared Pod type as
+    /// [`Publisher::loan_pod`] checks it.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`loan`](Self::loan).
+    pub async fn loan_pod<T: bytemuck::Pod>(&mut self) -> Result<PodLoan<'_, T>, LoanError> {
+        self.inner.check_pod::<T>()?;
+        Ok(PodLoan::new(self.loan(size_of::<T>()).await?))
+    }
+
     /// Publishes one `T`, awaiting space like [`loan`](Self::loan); checked against the topic's
     /// declared Pod type as [`Publisher::send_pod`] checks it.
     ///
@@ -174,16 +186,31 @@ impl AsyncPublisher {
 
     /// Awaits at least `n` connected subscribers and returns how many are (see
     /// [`Publisher::wait_for_subscribers`] for why to call it before the first message). Bound it
-    /// with `tokio::time::timeout` if needed.
+    /// with `tokio::time::timeout` if needed. If a [`Closer`](crate::Closer) ends the stream
+    /// meanwhile, nobody can connect any more: [`WaitError`] with `closed` set, and how many
+    /// were connected.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: it changes nothing.
-    pub async fn wait_for_subscribers(&self, n: usize) -> usize {
+    ///
+    /// # Panics
+    ///
+    /// On a runtime without its time driver (see the [module](super) docs).
+    pub async fn wait_for_subscribers(&self, n: usize) -> Result<usize, WaitError> {
+        let started = Instant::now();
         loop {
             let connected = self.inner.subscriber_count();
-            if connected >= n || self.inner.shared().closing() {
-                return connected;
+            if connected >= n {
+                return Ok(connected);
+            }
+            if self.inner.shared().closing() {
+                return Err(WaitError {
+                    wanted: n,
+                    connected,
+                    waited: started.elapsed(),
+                    closed: true,
+                });
             }
             // Bounded slices, as the blocking wait: the server thread signals admissions only.
             match ::tokio::time::timeout(wake::PARK_RECHECK, self.joined.readable()).await {
@@ -199,6 +226,11 @@ impl AsyncPublisher {
 
     /// Awaits room for `len` bytes as `wait` says, in the reactor.
     async fn wait_for_space(&mut self, len: usize, wait: Wait) -> Result<(), LoanError> {
+        // A loop of sends into a ring with room would otherwise never give the thread back:
+        // take part in tokio's cooperative budget, as its own channels do (a yield only once the
+        // task's budget is spent; nothing is reserved yet, so a future dropped here loses
+        // nothing).
+        ::tokio::task::coop::consume_budget().await;
         let mut full = FullWait::new(wait, self.inner.stall_bound()).in_event_loop();
         loop {
             let Some(timeout) = self.inner.space_step(len, &mut full)? else {

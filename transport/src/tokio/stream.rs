@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 use ::tokio::io::unix::AsyncFd;
 use futures_core::{FusedStream, Stream};
 
-use crate::error::RecvError;
+use crate::error::{PodError, RecvError};
 use crate::subscriber::{Sample, Subscriber};
 
 /// A message copied out of the ring, owned: what [`Messages`] yields.
@@ -33,6 +33,25 @@ impl Message {
     /// The payload.
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes
+    }
+
+    /// The payload read as a `T` (a copy: an owned message's bytes are not aligned for any
+    /// particular type). [`PodError::Size`] if its length is not `T`'s size.
+    ///
+    /// ```no_run
+    /// use futures_util::StreamExt;
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut ticks = shmcast::tokio::AsyncSubscriber::connect("ticks").await?.into_stream();
+    /// while let Some(message) = ticks.next().await {
+    ///     let price: f64 = message?.to_pod()?;
+    ///     println!("{price}");
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn to_pod<T: bytemuck::Pod>(&self) -> Result<T, PodError> {
+        bytemuck::try_pod_read_unaligned(&self.bytes).map_err(PodError::cast::<T>(self.bytes.len()))
     }
 }
 

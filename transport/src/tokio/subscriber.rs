@@ -193,11 +193,17 @@ impl SubscriberBuilder {
     ///
     /// Dropping the future abandons the connection: an attempt under way ends on the blocking
     /// pool within the handshake timeout and its subscriber is dropped (the publisher sees it
-    /// leave); nothing stays open.
+    /// leave); nothing stays open. Until it ends, it holds up the runtime's shutdown (a runtime
+    /// waits for its blocking pool when dropped, as `#[tokio::main]` does when `main` returns):
+    /// against a publisher that stopped answering, up to the handshake timeout (5 s by
+    /// default). A program that gives up on connects and must exit quickly sets a shorter
+    /// [`handshake_timeout`](Self::handshake_timeout), or ends with
+    /// `Runtime::shutdown_timeout`.
     ///
     /// # Panics
     ///
-    /// Outside a tokio runtime.
+    /// Outside a tokio runtime; when it has to wait for a publisher, on a runtime without its
+    /// time driver (see the [module](crate::tokio) docs).
     pub async fn connect_async(self) -> Result<AsyncSubscriber, ConnectError> {
         let (wait, once) = self.split_connect_wait();
         let deadline = wait.map(deadline::after);
