@@ -3,12 +3,15 @@
 //! message prints follows what the topic declares (`format`): every message of a Pod topic is
 //! binary.
 
+use std::time::Duration;
+
 use clap::ValueEnum;
 use serde_json::json;
 use shmcast::{Mode, RecvError, Start, Subscriber};
 
 use crate::Place;
 use crate::exit::Failure;
+use crate::flags::{self, Schema};
 use crate::format::{self, Format, Payloads};
 use crate::out::{self, Stdout, Written};
 use crate::{subscribe, words};
@@ -34,14 +37,14 @@ pub struct Args {
     json: bool,
     /// Wait up to this many seconds for a publisher to appear (default: fail at once), and
     /// for its answer no longer than that (at least 0.2 s, at most the default 5 s).
-    #[arg(long, value_name = "SECS")]
-    wait: Option<f64>,
+    #[arg(long, value_name = "SECS", value_parser = flags::seconds)]
+    wait: Option<Duration>,
     /// Refuse a topic that does not declare this schema (`NAME@VERSION`); exit code 6.
-    #[arg(long, value_name = "NAME@VERSION")]
-    expect_schema: Option<String>,
+    #[arg(long, value_name = "NAME@VERSION", value_parser = flags::schema)]
+    expect_schema: Option<Schema>,
     /// Also trust a publisher run by these users (`1001,1002`, or `any`): by default only one
     /// of our own uid is (a socket path elsewhere may have been bound by anyone).
-    #[arg(long, value_name = "UIDS|any", value_parser = crate::flags::uids)]
+    #[arg(long, value_name = "UIDS|any", value_parser = flags::uids)]
     trust: Option<shmcast::Admission>,
 }
 
@@ -68,9 +71,8 @@ pub fn run(place: &Place, mut args: Args) -> Result<(), Failure> {
             From::Newest => Start::Newest,
             From::Oldest => Start::Oldest,
         });
-    if let Some(spec) = &args.expect_schema {
-        let (name, version) = parse_schema(spec)?;
-        builder = builder.expect_schema(name, version);
+    if let Some(schema) = &args.expect_schema {
+        builder = builder.expect_schema(schema.name.clone(), schema.version);
     }
     if let Some(trusted) = &args.trust {
         builder = builder.publisher(trusted.clone());
@@ -123,15 +125,4 @@ fn notice(format: Format, topic: &str, lagged: Option<u64>) -> Option<String> {
         None => out::warn(format_args!("shmcast: {topic}: too slow, demoted to lossy")),
     }
     None
-}
-
-/// `NAME@VERSION` as a schema name and version.
-pub fn parse_schema(spec: &str) -> Result<(String, u32), Failure> {
-    let bad = || Failure::usage(format!("schema {spec:?}: expected NAME@VERSION"));
-    let (name, version) = spec.rsplit_once('@').ok_or_else(bad)?;
-    let version = version.parse().map_err(|_| bad())?;
-    if name.is_empty() {
-        return Err(bad());
-    }
-    Ok((name.to_owned(), version))
 }

@@ -10,6 +10,8 @@ use shmcast::{
     BindError, ConfigError, ConnectError, DirSource, InspectError, RecvError, TopicError,
 };
 
+use crate::occupant;
+
 /// The documented exit codes (see `shmcast --help`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exit {
@@ -67,15 +69,7 @@ impl Failure {
             | InspectError::Protocol(_) => Exit::Refused,
             _ => Exit::Other,
         };
-        // A publisher of this protocol version built before introspection refuses INSPECT as
-        // a packet of an unknown kind.
-        let hint = match &e {
-            InspectError::Refused { reason, .. } if reason.contains("unexpected packet kind") => {
-                " (the publisher's shmcast predates introspection)"
-            }
-            _ => "",
-        };
-        Failure::new(code, format!("{topic}: {e}{hint}"))
+        Failure::new(code, format!("{topic}: {}", inspect_cause(&e)))
     }
 
     /// Why subscribing to `topic` failed.
@@ -94,10 +88,21 @@ impl Failure {
             ConnectError::InvalidOption { option, reason } => {
                 return Failure::usage(format!("{topic}: {}: {reason}", flag(option)));
             }
-            ConnectError::Refused { .. }
-            | ConnectError::UntrustedPublisher { .. }
-            | ConnectError::Protocol(_)
-            | ConnectError::Layout(_) => Exit::Refused,
+            ConnectError::UntrustedPublisher { uid, .. } => {
+                return Failure::new(Exit::Refused, format!("{topic}: {e} ({})", trust(*uid)));
+            }
+            ConnectError::Socket { path, source } if occupant::other_socket_type(source) => {
+                return Failure::other(topic, occupant::socket_of_another_type(path));
+            }
+            // What connecting found at the path, said without following a symbolic link.
+            ConnectError::Socket { path, source }
+                if source.kind() == std::io::ErrorKind::InvalidInput && !is_socket(path) =>
+            {
+                return Failure::other(topic, occupant::not_a_socket(path));
+            }
+            ConnectError::Refused { .. } | ConnectError::Protocol(_) | ConnectError::Layout(_) => {
+                Exit::Refused
+            }
             ConnectError::ContractMismatch { .. } => Exit::Contract,
             _ => Exit::Other,
         };
@@ -120,6 +125,17 @@ impl Failure {
             ),
             BindError::InvalidOption { option, reason } => format!("{}: {reason}", flag(option)),
             BindError::Contract(e) => format!("--schema: {e}"),
+            BindError::NotASocket { path, .. } => {
+                let what = occupant::not_a_socket(path);
+                return Failure::other(
+                    topic,
+                    format!("{what}: remove it yourself or choose another topic"),
+                );
+            }
+            BindError::Socket { path, source } if occupant::other_socket_type(source) => {
+                let what = occupant::socket_of_another_type(path);
+                return Failure::other(topic, format!("{what}: choose another topic"));
+            }
             _ => return Failure::other(topic, e),
         };
         Failure::usage(format!("{topic}: {message}"))
@@ -134,6 +150,8 @@ impl Failure {
                  SHMCAST_DIR)",
                 path.display()
             )),
+            // An empty name is named by the error alone (`invalid topic name ""`).
+            TopicError::InvalidName(name) if name.is_empty() => Failure::usage(e.to_string()),
             TopicError::InvalidName(_)
             | TopicError::NotASocket(_)
             | TopicError::RelativeDirectory(_) => Failure::usage(format!("{topic}: {e}")),
@@ -160,13 +178,53 @@ impl Failure {
     }
 }
 
-/// No publisher where the command looked: where that was, and how to look elsewhere, in the
-/// command's own terms (`--dir`).
+/// What went wrong asking a publisher, in the command's words, without the topic: for an error
+/// line and for `list --json`.
+pub fn inspect_cause(e: &InspectError) -> String {
+    match e {
+        // A publisher of this protocol version built before introspection refuses INSPECT as
+        // a packet of an unknown kind.
+        InspectError::Refused { reason, .. } if reason.contains("unexpected packet kind") => {
+            format!("{e} (the publisher's shmcast predates introspection)")
+        }
+        InspectError::UntrustedPublisher { uid, .. } => format!("{e} ({})", trust(*uid)),
+        InspectError::NotASocket { path, .. } => occupant::not_a_socket(path),
+        InspectError::Socket { path, source } if occupant::other_socket_type(source) => {
+            occupant::socket_of_another_type(path)
+        }
+        e => e.to_string(),
+    }
+}
+
+/// How to trust a publisher of `uid`, refused as untrusted.
+fn trust(uid: u32) -> String {
+    format!("pass --trust {uid} to trust it")
+}
+
+/// No publisher where the command looked: where that was (and that it does not exist, if so),
+/// and how to look elsewhere, in the command's own terms (`--dir`).
 fn no_publisher(topic: &str, path: &Path, dir: DirSource) -> Failure {
-    let place = match dir {
+    let mut place = match dir {
         DirSource::Builder => "the topic directory given by --dir".to_owned(),
         d => d.to_string(),
     };
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(parent) = parent
+        && std::fs::symlink_metadata(parent)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    {
+        match dir {
+            DirSource::SocketPath => place.push_str(&format!(
+                "; its directory {} does not exist",
+                parent.display()
+            )),
+            _ => place.push_str(", which does not exist"),
+        }
+    }
+    // Connecting follows a symbolic link; one that leads nowhere is no publisher either.
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        place.push_str(&format!("; {}", occupant::not_a_socket(path)));
+    }
     let hint = match dir {
         DirSource::SocketPath | DirSource::Builder => "",
         DirSource::ShmcastDir => "; --dir or another SHMCAST_DIR looks elsewhere",
@@ -199,10 +257,18 @@ fn flag(option: &str) -> String {
 
 use shmcast::{MAX_CAPACITY, MIN_CAPACITY};
 
-/// The duration a flag gives in seconds, or a usage error naming the flag.
+/// The duration a flag gives in seconds, or a usage error naming the flag, for a flag already
+/// read as a number (a flag read with [`crate::flags::seconds`] says it as typed).
 pub fn seconds(flag: &str, secs: f64) -> Result<Duration, Failure> {
-    Duration::try_from_secs_f64(secs)
-        .map_err(|_| Failure::usage(format!("{flag} {secs}: not a number of seconds")))
+    crate::flags::in_seconds(secs).map_err(|why| {
+        // 1e300 as 1e300, not as its 301 digits.
+        let shown = if secs.abs() >= 1e16 {
+            format!("{secs:e}")
+        } else {
+            secs.to_string()
+        };
+        Failure::usage(format!("{flag} {shown}: {why}"))
+    })
 }
 
 fn is_socket(path: &Path) -> bool {
@@ -215,10 +281,11 @@ Exit codes:
   0  success
   1  any other error (output that could not be written included; a closed pipe is not one;
      for echo and hz, a publisher that went away without ending its stream: killed or crashed)
-  2  usage error: a wrong command line or setting (--capacity not a power of two, an invalid
-     topic name, a relative SHMCAST_DIR)
-  3  missing topic: no publisher serves it
+  2  usage error: a wrong command line or setting (--capacity not a power of two, a --size
+     larger than the largest message, an invalid topic name, a relative SHMCAST_DIR or --dir,
+     a --dir that does not exist for list and clean)
+  3  missing topic: no publisher serves it (the message says if its directory does not exist)
   4  stale topic: its socket was left by a publisher that died (`shmcast clean` removes it)
-  5  refused or mismatched peer: the publisher refused us, is not trusted, or speaks another
-     protocol version
+  5  refused or mismatched peer: the publisher refused us (for stat --watch, as busy for 10 s
+     on), is not trusted (--trust trusts it), or speaks another protocol version
   6  contract mismatch: the topic carries another message type than `--expect-schema` says";

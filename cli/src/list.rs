@@ -1,9 +1,12 @@
 //! `shmcast list`: every topic socket in the topic directory, live or stale, with what its
 //! publisher reports (its origin: `imported` for a topic republished from elsewhere, as a
 //! bridge's import is, else `local`). The current rate comes from two snapshots `--interval` apart.
+//! The publishers are asked side by side (`parallel`), so that stopped ones cost about one
+//! `--timeout` in all; the rows stay in the order of the names.
 //!
 //! The directory is checked as every command that names a topic checks it: one another user
-//! owns, or that others may enter, is refused (exit code 1) rather than listed.
+//! owns, or that others may enter, is refused (exit code 1) rather than listed. A missing one
+//! has no topics, unless `--dir` names it (exit code 2: a wrong setting).
 
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -13,10 +16,10 @@ use serde_json::{Value, json};
 use shmcast::{InspectError, TopicInfo};
 
 use crate::Place;
-use crate::exit::Failure;
+use crate::exit::{self, Failure};
 use crate::out::Stdout;
 use crate::peer::{self, Listener};
-use crate::{snapshot, table, words};
+use crate::{flags, parallel, snapshot, table, words};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -27,9 +30,14 @@ pub struct Args {
     /// no rate (RATE is `-`).
     #[arg(long, default_value_t = 200, value_name = "MS")]
     interval: u64,
-    /// How long to wait for each publisher's answer, in milliseconds.
+    /// How long to wait for each publisher's answer, in milliseconds (the publishers are
+    /// asked side by side: several that do not answer cost about one timeout).
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     timeout: u64,
+    /// Also trust publishers run by these users (`1001,1002`, or `any`): by default only ones
+    /// of our own uid are, and another's is shown `refused`.
+    #[arg(long, value_name = "UIDS|any", value_parser = flags::uids)]
+    trust: Option<shmcast::Admission>,
 }
 
 /// One topic socket and what became of asking its publisher.
@@ -45,27 +53,37 @@ struct Entry {
 pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     let dir = place.directory()?;
     let timeout = Duration::from_millis(args.timeout);
-    let mut entries: Vec<Entry> = sockets(&dir)?
-        .into_iter()
-        .map(|(name, path)| Entry {
-            state: ask(&path, timeout),
-            name,
-            path,
-            rate: None,
-            listener: None,
-        })
-        .collect();
-    for e in &mut entries {
-        if matches!(e.state, Err(InspectError::Timeout)) {
-            e.listener = peer::listener(&e.path);
+    let ask = |path: &Path| {
+        // A path (it contains `/`) is used as given, whatever the directory settings.
+        let mut inspector = shmcast::Inspector::new(path.to_string_lossy()).timeout(timeout);
+        if let Some(trust) = &args.trust {
+            inspector = inspector.trust(trust.clone());
         }
-    }
+        inspector.inspect()
+    };
+    let sockets = sockets(&dir)?;
+    let mut entries: Vec<Entry> = parallel::map(&sockets, |(name, path)| {
+        let state = ask(path);
+        // Who did not answer, found while the others are asked.
+        let listener = match state {
+            Err(InspectError::Timeout) => peer::listener(path),
+            _ => None,
+        };
+        Entry {
+            name: name.clone(),
+            path: path.clone(),
+            state,
+            rate: None,
+            listener,
+        }
+    });
     // One snapshot has no rate: a rate of 0 would claim the publisher is idle.
     if args.interval > 0 && entries.iter().any(|e| e.state.is_ok()) {
         std::thread::sleep(Duration::from_millis(args.interval));
-        for e in &mut entries {
+        let seconds = parallel::map(&entries, |e| e.state.is_ok().then(|| ask(&e.path)));
+        for (e, second) in entries.iter_mut().zip(seconds) {
             if let Ok(first) = &e.state
-                && let Ok(second) = ask(&e.path, timeout)
+                && let Some(Ok(second)) = second
             {
                 e.rate = rate(first, &second);
                 e.state = Ok(second);
@@ -79,7 +97,14 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
         return Ok(());
     }
     if entries.is_empty() {
-        let _ = out.line(format_args!("no topics in {}", dir.display()))?;
+        let _ = if dir.exists() {
+            out.line(format_args!("no topics in {}", dir.display()))?
+        } else {
+            out.line(format_args!(
+                "no topics: {} does not exist (a publisher creates it)",
+                dir.display()
+            ))?
+        };
         return Ok(());
     }
     let rows: Vec<Vec<String>> = entries.iter().map(entry_cells).collect();
@@ -110,13 +135,6 @@ fn sockets(dir: &Path) -> Result<Vec<(String, PathBuf)>, Failure> {
     }
     out.sort();
     Ok(out)
-}
-
-fn ask(path: &Path, timeout: Duration) -> Result<TopicInfo, InspectError> {
-    // A path (it contains `/`) is used as given, whatever the directory settings.
-    shmcast::Inspector::new(path.to_string_lossy())
-        .timeout(timeout)
-        .inspect()
 }
 
 /// Messages a second between two snapshots of one publisher.
@@ -162,7 +180,7 @@ fn entry_json(e: &Entry) -> Value {
             if let Some(l) = &e.listener {
                 v["publisher"] = snapshot::process_json(&l.process);
             }
-            v["error"] = json!(err.to_string());
+            v["error"] = json!(exit::inspect_cause(err));
         }
     }
     v

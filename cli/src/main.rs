@@ -17,7 +17,9 @@ mod flags;
 mod format;
 mod hz;
 mod list;
+mod occupant;
 mod out;
+mod parallel;
 mod peer;
 mod progress;
 mod publish;
@@ -45,8 +47,8 @@ use exit::{EXIT_CODES, Exit, Failure};
 #[derive(Debug, Parser)]
 #[command(name = "shmcast", version, after_help = EXIT_CODES, after_long_help = EXIT_CODES)]
 struct Cli {
-    /// The topic directory (instead of $SHMCAST_DIR, $XDG_RUNTIME_DIR/shmcast/ or
-    /// /tmp/shmcast-<uid>/).
+    /// The topic directory, an absolute path as SHMCAST_DIR must be (instead of $SHMCAST_DIR,
+    /// $XDG_RUNTIME_DIR/shmcast/ or /tmp/shmcast-<uid>/).
     #[arg(long, global = true, value_name = "DIR")]
     dir: Option<PathBuf>,
 
@@ -63,8 +65,9 @@ enum Command {
     /// that died: `shmcast clean` removes it); `stopped` (its publisher's process is stopped by
     /// a signal or a debugger, so it cannot answer: PID says which; `kill -CONT PID` resumes
     /// it); `no answer` (its publisher did not answer within --timeout: busy, or overloaded);
-    /// `refused` (its publisher refused us or is not trusted); `error` (anything else: --json
-    /// says what). Columns a publisher did not answer are `-`.
+    /// `refused` (its publisher refused us, or is another user's: --trust trusts it); `error`
+    /// (anything else, such as a socket of another program: --json says what). Columns a
+    /// publisher did not answer are `-`.
     List(list::Args),
     /// A publisher's counters (with the messages lost upstream, before they reached it: a
     /// bridged topic's gaps) and one row per subscriber: pid, executable, mode, lag, parked,
@@ -92,19 +95,44 @@ pub struct Place {
 }
 
 impl Place {
-    /// Inspection settings for `topic` in this place.
-    pub fn inspector(&self, topic: &str, timeout: Duration) -> shmcast::Inspector {
+    /// The place `--dir` names, refused as a relative `SHMCAST_DIR` is (exit code 2): processes
+    /// in other working directories would resolve it elsewhere.
+    pub fn new(dir: Option<PathBuf>) -> Result<Place, Failure> {
+        if let Some(dir) = &dir
+            && !dir.is_absolute()
+        {
+            return Err(Failure::usage(format!(
+                "--dir {} is not an absolute path: processes in other working directories \
+                 would look for topics elsewhere",
+                dir.display()
+            )));
+        }
+        Ok(Place { dir })
+    }
+
+    /// Inspection settings for `topic` in this place, trusting publishers of our own uid and
+    /// `trust`.
+    pub fn inspector(
+        &self,
+        topic: &str,
+        timeout: Duration,
+        trust: Option<&shmcast::Admission>,
+    ) -> shmcast::Inspector {
         let mut i = shmcast::Inspector::new(topic).timeout(timeout);
         if let Some(dir) = &self.dir {
             i = i.directory(dir);
+        }
+        if let Some(trust) = trust {
+            i = i.trust(trust.clone());
         }
         i
     }
 
     /// The directory that `list` and `clean` look in, refused as every command that names a
     /// topic there refuses it, in the same words (`refusing topic directory DIR: owned by uid
-    /// 0`): another user's, one others may enter, a symbolic link. A missing directory passes
-    /// (nothing was published there).
+    /// 0`): another user's, one others may enter, a symbolic link. A missing directory the
+    /// environment names passes (nothing was published there yet); one `--dir` names is a
+    /// wrong setting (exit code 2), a typing error more likely than an empty place.
     pub fn directory(&self) -> Result<PathBuf, Failure> {
         let dir = match &self.dir {
             Some(dir) => shmcast::TopicDir {
@@ -117,6 +145,15 @@ impl Place {
         };
         dir.check()
             .map_err(|e| Failure::new(Exit::Other, e.to_string()))?;
+        if dir.source == shmcast::DirSource::Builder
+            && std::fs::symlink_metadata(&dir.path)
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            return Err(Failure::usage(format!(
+                "--dir {}: no such directory",
+                dir.path.display()
+            )));
+        }
         Ok(dir.path)
     }
 
@@ -144,8 +181,7 @@ fn main() -> ExitCode {
             };
         }
     };
-    let place = Place { dir: cli.dir };
-    let result = match cli.command {
+    let result = Place::new(cli.dir).and_then(|place| match cli.command {
         Command::List(args) => list::run(&place, args),
         Command::Stat(args) => stat::run(&place, args),
         Command::Echo(args) => echo::run(&place, args),
@@ -153,7 +189,7 @@ fn main() -> ExitCode {
         Command::Hz(args) => hz::run(&place, args),
         Command::Clean(args) => clean::run(&place, args),
         Command::Bridge(args) => bridge::run(&place, args),
-    };
+    });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {

@@ -15,11 +15,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use shmcast::Publisher;
+use shmcast::{MAX_CAPACITY, MIN_CAPACITY, Publisher, RingConfig};
 
 use crate::Place;
-use crate::echo::parse_schema;
-use crate::exit::{self, Failure};
+use crate::exit::Failure;
+use crate::flags::{self, Bound, Schema};
 use crate::format;
 use crate::out;
 use crate::progress::{CLEAR_LINE, Progress};
@@ -35,8 +35,9 @@ pub struct Args {
     /// from then, without a burst.
     #[arg(long, value_name = "HZ")]
     rate: Option<f64>,
-    /// Size of each synthetic message in bytes (its first 8 bytes: its number, little-endian);
-    /// without --rate, as fast as the subscribers allow.
+    /// Size of each synthetic message in bytes (its first 8 bytes: its number, little-endian),
+    /// at most the largest message (--max-message); without --rate, as fast as the subscribers
+    /// allow.
     #[arg(long, value_name = "BYTES")]
     size: Option<usize>,
     /// Stop after this many messages (default: at the end of standard input; never with
@@ -47,8 +48,8 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     wait_subscribers: Option<usize>,
     /// How long --wait-subscribers waits, in seconds.
-    #[arg(long, default_value_t = 60.0, value_name = "SECS")]
-    wait_timeout: f64,
+    #[arg(long, default_value = "60", value_name = "SECS", value_parser = flags::seconds)]
+    wait_timeout: Duration,
     /// Read each line of standard input as hex (binary messages); not with --rate or --size.
     #[arg(long, conflicts_with_all = ["rate", "size"])]
     hex: bool,
@@ -60,16 +61,16 @@ pub struct Args {
     #[arg(long, value_name = "BYTES")]
     max_message: Option<u64>,
     /// Declare that the topic carries this schema (`NAME@VERSION`).
-    #[arg(long, value_name = "NAME@VERSION")]
-    schema: Option<String>,
+    #[arg(long, value_name = "NAME@VERSION", value_parser = flags::schema)]
+    schema: Option<Schema>,
     /// How long the ring may stay full for a stopped gating subscriber before it is demoted
     /// to lossy, in seconds, or `none` to wait for it without end (default: 5).
-    #[arg(long, value_name = "SECS|none")]
-    stall_bound: Option<String>,
+    #[arg(long, value_name = "SECS|none", value_parser = flags::bound)]
+    stall_bound: Option<Bound>,
     /// Also admit subscribers of these users (`1001,1002`, or `any`), checked against each
     /// one's credentials; the socket file is then open to all (mode 0666). Give the topic as a
     /// socket path in a directory they can enter: the topic directory is private.
-    #[arg(long, value_name = "UIDS|any", value_parser = crate::flags::uids)]
+    #[arg(long, value_name = "UIDS|any", value_parser = flags::uids)]
     admit: Option<shmcast::Admission>,
 }
 
@@ -85,28 +86,19 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     if let Some(admission) = &args.admit {
         builder = builder.admission(admission.clone());
     }
-    if let Some(bound) = &args.stall_bound {
-        let bound = match bound.as_str() {
-            "none" => None,
-            secs => match secs.parse::<f64>() {
-                Ok(s) if s > 0.0 => Some(exit::seconds("--stall-bound", s)?),
-                _ => {
-                    return Err(Failure::usage(format!(
-                        "--stall-bound {secs}: a positive number of seconds, or none"
-                    )));
-                }
-            },
-        };
+    if let Some(Bound(bound)) = args.stall_bound {
         builder = builder.stall_bound(bound);
     }
-    if let Some(spec) = &args.schema {
-        let (name, version) = parse_schema(spec)?;
-        builder = builder.schema(name, version);
+    if let Some(schema) = &args.schema {
+        builder = builder.schema(schema.name.clone(), schema.version);
     }
     if let Some(rate) = args.rate {
         check_rate(rate)?;
     }
-    let wait = exit::seconds("--wait-timeout", args.wait_timeout)?;
+    if let Some(size) = args.size {
+        check_size(size, args.capacity, args.max_message)?;
+    }
+    let wait = args.wait_timeout;
     // Before the publisher starts its server thread, which inherits the blocked signals.
     let signals = crate::signals::block().map_err(|e| Failure::other(topic, e))?;
     let mut publisher = builder.bind().map_err(|e| Failure::bind(topic, e))?;
@@ -292,6 +284,31 @@ fn check_rate(rate: f64) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Refuses a `--size` larger than the largest message the ring will take, before anything is
+/// bound or waited for. A `--capacity` or `--max-message` the ring cannot have passes here:
+/// binding refuses it in its own words.
+fn check_size(size: usize, capacity: u64, max_message: Option<u64>) -> Result<(), Failure> {
+    if !capacity.is_power_of_two() || !(MIN_CAPACITY..=MAX_CAPACITY).contains(&capacity) {
+        return Ok(());
+    }
+    // The default the publisher takes: a quarter of the ring, within what the ring holds.
+    let max = max_message.unwrap_or((capacity / 4).min(RingConfig::payload_limit(capacity)));
+    let Ok(ring) = RingConfig::new(capacity, max) else {
+        return Ok(());
+    };
+    if max == 0 {
+        return Ok(());
+    }
+    if size <= ring.max_payload() {
+        return Ok(());
+    }
+    Err(Failure::usage(format!(
+        "--size {size}: larger than the largest message, {} (--max-message sets it, up to half \
+         the --capacity)",
+        words::count(ring.max_payload() as u64, "byte")
+    )))
+}
+
 /// How late a paced message may be and still be made up for by the ones after it.
 const MAX_CATCH_UP: Duration = Duration::from_millis(100);
 
@@ -342,7 +359,7 @@ fn synthetic(
 
 #[cfg(test)]
 mod tests {
-    use super::{Line, MIN_RATE, check_rate, read_line};
+    use super::{Line, MIN_RATE, check_rate, check_size, read_line};
 
     #[test]
     fn rates_too_slow_to_pace_are_refused_naming_the_slowest() {
@@ -367,6 +384,35 @@ mod tests {
             "--rate 1e-300: too slow: the slowest rate is 1e-9 a second (one message every 31.7 \
              years)"
         );
+    }
+
+    #[test]
+    fn a_size_larger_than_a_message_is_refused_naming_both_flags() {
+        assert!(check_size(262_144, 1 << 20, None).is_ok());
+        let e = check_size(262_145, 1 << 20, None).unwrap_err();
+        assert_eq!(e.code, crate::exit::Exit::Usage);
+        assert_eq!(
+            e.message,
+            "--size 262145: larger than the largest message, 262144 bytes (--max-message sets \
+             it, up to half the --capacity)"
+        );
+        assert!(check_size(1000, 1 << 20, Some(1000)).is_ok());
+        assert!(check_size(1001, 1 << 20, Some(1000)).is_err());
+        // The smallest ring: its default largest message is 16 bytes.
+        assert!(check_size(16, 64, None).is_ok());
+        assert!(check_size(17, 64, None).is_err());
+        // Settings the ring cannot have are left to binding, which names them.
+        for (capacity, max) in [
+            (1000, None),
+            (32, None),
+            (1 << 20, Some(1 << 20)),
+            (64, Some(0)),
+        ] {
+            assert!(
+                check_size(1 << 30, capacity, max).is_ok(),
+                "{capacity} {max:?}"
+            );
+        }
     }
 
     #[test]

@@ -2,19 +2,26 @@
 //! publisher over its topic socket. "lost upstream" counts messages that never reached the
 //! publisher (for a topic a bridge imports, the gaps in the remote sequence numbers), and an
 //! imported topic says so. `--watch` refreshes it: in place on a terminal, as a new
-//! block (or JSON line) each time when piped. A watch ends quietly (exit code 0) when the
-//! publisher ends its topic; any other failure of a refresh (a busy refusal, a publisher that
-//! died or stopped answering) ends it with that failure's exit code, as `stat` without
-//! `--watch` would.
+//! block (or JSON line) each time when piped.
+//!
+//! A publisher answers at most 20 requests a second, whoever asks, so a watch asks at most as
+//! often (`--interval` of at least 50 ms) and takes a busy refusal (another `stat` or `list`
+//! asked too) as a refresh to skip, saying so once; only refusals for [`BUSY_FOR`] on end it.
+//! A watch ends quietly (exit code 0) when the publisher ends its topic; any other failure of a
+//! refresh (a publisher that died or stopped answering) ends it with that failure's exit code,
+//! as `stat` without `--watch` would.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use shmcast::{InspectError, TopicInfo};
+use shmcast::{InspectError, RefuseReason, TopicInfo};
 
 use crate::Place;
 use crate::exit::Failure;
 use crate::out::{self, Stdout, Written};
-use crate::{peer, snapshot, table, words};
+use crate::{flags, peer, snapshot, table, words};
+
+/// How long a watch goes on while every refresh is refused as busy.
+const BUSY_FOR: Duration = Duration::from_secs(10);
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -23,14 +30,16 @@ pub struct Args {
     /// Print JSON (with --watch, one object a line).
     #[arg(long)]
     json: bool,
-    /// Refresh until interrupted or the publisher ends its topic (exit code 0). A refresh that
-    /// fails otherwise stops the watch with that failure's exit code, as without --watch: 5
-    /// when the publisher refuses (busy: it answers 20 requests a second), 4 when it died, 1
-    /// when it did not answer.
+    /// Refresh until interrupted or the publisher ends its topic (exit code 0). A refresh the
+    /// publisher refuses as busy (it answers 20 requests a second, from anyone) is skipped;
+    /// refusals for 10 s on stop the watch with exit code 5. Any other failure of a refresh
+    /// stops it with that failure's exit code, as without --watch: 4 when the publisher died,
+    /// 1 when it did not answer.
     #[arg(long, short)]
     watch: bool,
-    /// Time between refreshes with --watch, in milliseconds.
-    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    /// Time between refreshes with --watch, in milliseconds: at least 50, as a publisher
+    /// answers 20 requests a second.
+    #[arg(long, default_value_t = 1000, value_name = "MS", value_parser = flags::at_least::<50>)]
     interval: u64,
     /// With --watch, stop after this many refreshes.
     #[arg(long, value_name = "N")]
@@ -38,56 +47,90 @@ pub struct Args {
     /// How long to wait for the publisher's answer, in milliseconds.
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     timeout: u64,
+    /// Also trust a publisher run by these users (`1001,1002`, or `any`): by default only one
+    /// of our own uid is (a socket path elsewhere may have been bound by anyone).
+    #[arg(long, value_name = "UIDS|any", value_parser = flags::uids)]
+    trust: Option<shmcast::Admission>,
 }
 
 pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
     let timeout = Duration::from_millis(args.timeout);
-    let inspector = place.inspector(&args.topic, timeout);
-    let first = inspector
-        .inspect()
-        .map_err(|e| failure(place, &args.topic, timeout, e))?;
+    let inspector = place.inspector(&args.topic, timeout, args.trust.as_ref());
     let mut out = Stdout::about(&args.topic);
     if !args.watch {
-        let _ = out.write(&render(&args, &first))?;
+        let info = inspector
+            .inspect()
+            .map_err(|e| failure(place, &args.topic, timeout, e))?;
+        let _ = out.write(&render(&args, &info))?;
         return Ok(());
     }
     let in_place = out.is_terminal() && !args.json;
-    let mut info = first;
     let mut shown = 0u64;
+    // When the refusals as busy began, if the last refresh was refused so.
+    let mut busy_since: Option<Instant> = None;
     loop {
-        let text = render(&args, &info);
-        let written = if in_place {
-            out.write(&format!("\x1b[H\x1b[2J{text}"))
-        } else if args.json {
-            out.write(&text)
-        } else {
-            out.line(text)
-        };
-        // A closed pipe (`| head`) ends the watch; a full disk is a failure.
-        if written? == Written::Closed {
-            return Ok(());
-        }
-        shown += 1;
-        if args.count.is_some_and(|n| shown >= n) {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(args.interval));
-        info = match inspector.inspect() {
-            Ok(info) => info,
+        match inspector.inspect() {
+            Ok(info) => {
+                busy_since = None;
+                let text = render(&args, &info);
+                let written = if in_place {
+                    out.write(&format!("\x1b[H\x1b[2J{text}"))
+                } else if args.json {
+                    out.write(&text)
+                } else {
+                    out.line(text)
+                };
+                // A closed pipe (`| head`) ends the watch; a full disk is a failure.
+                if written? == Written::Closed {
+                    return Ok(());
+                }
+                shown += 1;
+                if args.count.is_some_and(|n| shown >= n) {
+                    return Ok(());
+                }
+            }
+            Err(
+                e @ InspectError::Refused {
+                    code: RefuseReason::Busy,
+                    ..
+                },
+            ) => {
+                let since = match busy_since {
+                    Some(since) => since,
+                    None => {
+                        out::warn(format_args!(
+                            "shmcast: {}: {e}; skipping refreshes until it answers",
+                            args.topic
+                        ));
+                        *busy_since.insert(Instant::now())
+                    }
+                };
+                if since.elapsed() >= BUSY_FOR {
+                    let mut failure = failure(place, &args.topic, timeout, e);
+                    failure.message.push_str(&format!(
+                        " (for {}); stopped watching",
+                        words::duration(since.elapsed())
+                    ));
+                    return Err(failure);
+                }
+            }
             // The publisher ended its topic (its socket is gone): the watch is over.
-            Err(e @ InspectError::NoPublisher { .. }) => {
+            Err(InspectError::NoPublisher { .. }) if shown > 0 => {
                 out::warn(format_args!(
-                    "shmcast: {}: {e}; stopped watching",
+                    "shmcast: {}: the publisher ended the topic; stopped watching",
                     args.topic
                 ));
                 return Ok(());
             }
             Err(e) => {
                 let mut failure = failure(place, &args.topic, timeout, e);
-                failure.message.push_str("; stopped watching");
+                if shown > 0 {
+                    failure.message.push_str("; stopped watching");
+                }
                 return Err(failure);
             }
-        };
+        }
+        std::thread::sleep(Duration::from_millis(args.interval));
     }
 }
 

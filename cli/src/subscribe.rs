@@ -8,7 +8,7 @@ use std::time::Duration;
 use shmcast::{ConnectError, Subscriber, SubscriberBuilder};
 
 use crate::Place;
-use crate::exit::{self, Failure};
+use crate::exit::Failure;
 use crate::peer;
 
 /// How long a publisher may take to answer when the command gives no `--wait`: the library's
@@ -23,15 +23,14 @@ const MIN_HANDSHAKE: Duration = Duration::from_millis(200);
 pub fn connect(
     place: &Place,
     topic: &str,
-    wait: Option<f64>,
+    wait: Option<Duration>,
     mut builder: SubscriberBuilder,
 ) -> Result<Subscriber, Failure> {
     if let Some(dir) = &place.dir {
         builder = builder.directory(dir);
     }
     let mut handshake = HANDSHAKE;
-    if let Some(secs) = wait {
-        let wait = exit::seconds("--wait", secs)?;
+    if let Some(wait) = wait {
         handshake = wait.clamp(MIN_HANDSHAKE, HANDSHAKE);
         builder = builder.connect_timeout(wait);
     }

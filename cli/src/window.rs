@@ -65,6 +65,11 @@ impl Window {
         });
     }
 
+    /// The arrivals the window holds.
+    pub fn len(&self) -> usize {
+        self.arrivals.len()
+    }
+
     /// The rates over the window; `None` before two arrivals.
     pub fn rates(&self) -> Option<Rates> {
         let first = self.arrivals.front()?;

@@ -1,14 +1,14 @@
 //! Each documented exit code, from the condition that causes it, with a one-line error naming
-//! the topic: 0, 1 (a topic already published), 2 (a wrong command line or setting), 3 (no
-//! publisher), 4 (a stale socket), 5 (a peer that breaks the protocol), 6 (a contract
-//! mismatch).
+//! the topic: 0, 1 (a topic already published, something else at the topic's path), 2 (a wrong
+//! command line or setting: flag values said as typed, a relative `--dir`, a missing one for
+//! `list` and `clean`), 3 (no publisher, a missing directory said so), 4 (a stale socket), 5 (a
+//! peer that breaks the protocol), 6 (a contract mismatch).
 
 mod common;
 
-use common::{Proc, code, run, scratch, shmcast, stat_with};
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::path::Path;
+use common::{Proc, code, impostor, refusal, run, scratch, serve, shmcast, stat_with};
 use std::process::Output;
+use std::process::{Command, Stdio};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8(out.stderr.clone()).unwrap()
@@ -159,6 +159,181 @@ fn wrong_settings_are_usage_errors_named_by_their_flags() {
     assert!(help.contains("power of two"), "{help}");
 }
 
+/// A flag's value is refused as the user typed it, saying what is accepted: not a number's 301
+/// digits, nor `NaN` for `nan`.
+#[test]
+fn flag_values_are_refused_as_typed() {
+    let dir = scratch("values");
+    let too_large = "too large (at most 1e9 seconds: 31.7 years)";
+    for (args, says) in [
+        (
+            &["pub", "t", "--stall-bound", "1e300"][..],
+            format!("'1e300' for '--stall-bound <SECS|none>': {too_large}; none means no bound"),
+        ),
+        (
+            &[
+                "pub",
+                "t",
+                "--wait-subscribers",
+                "1",
+                "--wait-timeout",
+                "1e300",
+            ],
+            format!("'1e300' for '--wait-timeout <SECS>': {too_large}"),
+        ),
+        (
+            &["echo", "t", "--wait", "1e300"],
+            format!("'1e300' for '--wait <SECS>': {too_large}"),
+        ),
+        (
+            &["hz", "t", "--duration", "1e300"],
+            format!("'1e300' for '--duration <SECS>': {too_large}"),
+        ),
+        (
+            &["pub", "t", "--stall-bound", "inf"],
+            "'inf' for '--stall-bound <SECS|none>': for no bound, write none".to_owned(),
+        ),
+        (
+            &["echo", "t", "--wait", "nan"],
+            "'nan' for '--wait <SECS>': not a number of seconds".to_owned(),
+        ),
+        (
+            &["echo", "t", "--expect-schema", "app.X@99999999999"],
+            "'app.X@99999999999' for '--expect-schema <NAME@VERSION>': version 99999999999 is \
+             too large (at most 4294967295)"
+                .to_owned(),
+        ),
+        (
+            &["pub", "t", "--schema", "app.X@99999999999"],
+            "for '--schema <NAME@VERSION>': version 99999999999 is too large".to_owned(),
+        ),
+    ] {
+        let out = run(shmcast(&dir, args));
+        let e = stderr(&out);
+        assert_eq!(code(&out), 2, "{args:?}: {e}");
+        assert!(e.contains(&says), "{args:?}: {e}");
+        assert!(!e.contains("0000000000") && !e.contains("NaN"), "{e}");
+    }
+    // An empty topic name is said by the error alone, with no empty name before it.
+    for command in ["pub", "echo", "hz", "stat"] {
+        let out = run(shmcast(&dir, &[command, ""]));
+        assert_eq!(code(&out), 2, "{command}: {}", stderr(&out));
+        assert!(
+            stderr(&out).starts_with("shmcast: invalid topic name \"\": use A-Z"),
+            "{command}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+/// `--dir` follows the rule `SHMCAST_DIR` does, for every command: a relative path is a wrong
+/// setting, refused before anything is created there.
+#[test]
+fn a_relative_dir_is_refused_by_every_command() {
+    let dir = scratch("relative-dir");
+    for args in [
+        &["list"][..],
+        &["clean"],
+        &["stat", "t"],
+        &["echo", "t"],
+        &["hz", "t"],
+        &["pub", "t", "--count", "0"],
+        &["bridge", "--export", "t"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_shmcast"))
+            .current_dir(&dir)
+            .args(["--dir", "rel"])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert_eq!(
+            stderr(&out),
+            "shmcast: --dir rel is not an absolute path: processes in other working \
+             directories would look for topics elsewhere\n",
+            "{args:?}"
+        );
+        assert!(!dir.join("rel").exists(), "{args:?} created it");
+    }
+}
+
+/// A topic directory that does not exist is said so: where a publisher is looked for (no
+/// publisher, exit code 3: `--wait` may see one create it), and by `list` and `clean` when
+/// `--dir` names it (a wrong setting, exit code 2).
+#[test]
+fn a_directory_that_does_not_exist_is_said_so() {
+    let dir = scratch("nowhere");
+    let missing = dir.join("missing");
+    for args in [&["echo", "t"][..], &["hz", "t"], &["stat", "t"]] {
+        let out = run(shmcast(&missing, args));
+        assert_eq!(code(&out), 3, "{args:?}: {}", stderr(&out));
+        assert_eq!(
+            stderr(&out),
+            format!(
+                "shmcast: t: no publisher on {} (the topic directory given by --dir, which does \
+                 not exist)\n",
+                missing.join("t").display()
+            ),
+            "{args:?}"
+        );
+    }
+    for args in [&["list"][..], &["list", "--json"], &["clean"]] {
+        let out = run(shmcast(&missing, args));
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert_eq!(
+            stderr(&out),
+            format!("shmcast: --dir {}: no such directory\n", missing.display())
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+/// Something other than a publisher's socket at a topic's path is said in the same words by
+/// every command, never as a bare system error: a socket of another type, a symbolic link and
+/// what it leads to (which connecting would follow), a regular file.
+#[test]
+fn what_occupies_a_topic_path_is_said_the_same_by_every_command() {
+    let dir = scratch("occupants");
+    let _stream = std::os::unix::net::UnixListener::bind(dir.join("stream")).unwrap();
+    std::fs::write(dir.join("file"), b"").unwrap();
+    std::os::unix::fs::symlink(dir.join("file"), dir.join("link")).unwrap();
+    for (topic, is) in [
+        (
+            "stream",
+            "a socket of another type (stream or datagram), not a shmcast topic socket",
+        ),
+        (
+            "link",
+            "a symbolic link to a regular file, not a topic socket",
+        ),
+        ("file", "a regular file, not a topic socket"),
+    ] {
+        let says = format!("{} is {is}", dir.join(topic).display());
+        for args in [
+            &["pub", topic, "--count", "0"][..],
+            &["echo", topic],
+            &["hz", topic],
+            &["stat", topic],
+        ] {
+            let out = run(shmcast(&dir, args));
+            assert_eq!(code(&out), 1, "{args:?}: {}", stderr(&out));
+            one_line_about(&out, topic);
+            assert!(stderr(&out).contains(&says), "{args:?}: {}", stderr(&out));
+            assert!(!stderr(&out).contains("os error"), "{}", stderr(&out));
+        }
+    }
+    let list = common::json(&run(shmcast(&dir, &["list", "--json", "--interval", "0"])));
+    assert_eq!(list[0]["topic"], "stream", "{list}");
+    assert_eq!(
+        list[0]["error"],
+        format!(
+            "{} is a socket of another type (stream or datagram), not a shmcast topic socket",
+            dir.join("stream").display()
+        ),
+    );
+}
+
 #[test]
 fn help_names_the_inspect_alias_once() {
     let dir = scratch("alias");
@@ -227,29 +402,6 @@ fn a_publisher_killed_mid_stream_is_a_failure_an_ended_one_is_not() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
 
-/// A listening SOCK_SEQPACKET socket at `path` that is not a shmcast publisher.
-fn impostor(path: &Path) -> OwnedFd {
-    // SAFETY: socket(2) with constant arguments; the result is checked before use.
-    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
-    assert!(fd >= 0);
-    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: sockaddr_un is plain data; all zeroes is a valid value.
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str());
-    for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
-        *d = *s as libc::c_char;
-    }
-    let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
-    // SAFETY: `addr` is a valid sockaddr_un of `len` bytes, alive for the call.
-    let rc = unsafe { libc::bind(fd, (&raw const addr).cast(), len) };
-    assert_eq!(rc, 0);
-    // SAFETY: listen(2) on a socket we own.
-    assert_eq!(unsafe { libc::listen(fd, 8) }, 0);
-    sock
-}
-
 #[test]
 fn a_peer_that_breaks_the_protocol() {
     let dir = scratch("impostor");
@@ -269,14 +421,7 @@ fn a_publisher_that_predates_introspection() {
     let listener = impostor(&dir.join("t"));
     // What a publisher of protocol version 3 without INSPECT answers: a REFUSE (kind 3) with
     // code 3 (bad request).
-    let text = b"unexpected packet kind 4";
-    let mut refuse = b"SHMC".to_vec();
-    refuse.extend_from_slice(&3u16.to_le_bytes());
-    refuse.extend_from_slice(&3u16.to_le_bytes());
-    refuse.extend_from_slice(&3u16.to_le_bytes());
-    refuse.extend_from_slice(&(text.len() as u16).to_le_bytes());
-    refuse.extend_from_slice(text);
-    let server = serve(listener, vec![refuse]);
+    let server = serve(listener, vec![refusal(3, b"unexpected packet kind 4")]);
     let out = run(shmcast(&dir, &["stat", "t"]));
     assert_eq!(code(&out), 5, "{}", stderr(&out));
     one_line_about(&out, "t");
@@ -286,36 +431,6 @@ fn a_publisher_that_predates_introspection() {
         stderr(&out)
     );
     server.join().unwrap();
-}
-
-/// Accepts one connection per reply on `listener`, sends it the reply and closes it.
-fn serve(listener: OwnedFd, replies: Vec<Vec<u8>>) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        use std::os::fd::AsRawFd;
-        for reply in replies {
-            // SAFETY: accept(2) on our listening socket; the result is checked.
-            let conn = unsafe {
-                libc::accept(
-                    listener.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                )
-            };
-            assert!(conn >= 0);
-            // SAFETY: `conn` is a fresh descriptor that nothing else owns.
-            let conn = unsafe { OwnedFd::from_raw_fd(conn) };
-            // SAFETY: send(2) of a live buffer on a socket we own.
-            unsafe {
-                libc::send(
-                    conn.as_raw_fd(),
-                    reply.as_ptr().cast(),
-                    reply.len(),
-                    libc::MSG_NOSIGNAL,
-                )
-            };
-            std::thread::sleep(std::time::Duration::from_millis(200));
-        }
-    })
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! `list` and `clean` over a topic directory named by `SHMCAST_DIR`: a live topic with its
 //! publisher's pid, contract, subscribers and rate; a stale socket shown as stale; other files
 //! not shown; `clean` removes the stale socket and nothing else. `list` refuses a directory the
-//! other commands refuse, in their words.
+//! other commands refuse, in their words, and asks stopped publishers side by side.
 
 mod common;
 
@@ -101,6 +101,53 @@ fn an_empty_or_missing_directory_lists_nothing() {
         json(&run(in_env(&missing, &["clean", "--json"]))),
         serde_json::json!({"removed": []})
     );
+    let table = run(in_env(&missing, &["list"]));
+    assert_eq!(code(&table), 0);
+    assert_eq!(
+        String::from_utf8(table.stdout).unwrap(),
+        format!(
+            "no topics: {} does not exist (a publisher creates it)\n",
+            missing.display()
+        )
+    );
+}
+
+/// Publishers that do not answer (stopped) are waited for side by side: four cost about one
+/// `--timeout`, not four, and the rows keep the order of the names.
+#[test]
+fn stopped_publishers_are_asked_side_by_side() {
+    let dir = scratch("list-stopped");
+    let names = ["a", "b", "c", "d"];
+    let publishers: Vec<Proc> = names
+        .iter()
+        .map(|name| Proc::spawn(in_env(&dir, &["pub", name, "--rate", "10"])))
+        .collect();
+    for (name, publisher) in names.iter().zip(&publishers) {
+        stat_with(&dir, name, 0);
+        publisher.signal(libc::SIGSTOP);
+    }
+    let start = std::time::Instant::now();
+    let list = json(&run(in_env(&dir, &["list", "--json", "--timeout", "2000"])));
+    let took = start.elapsed();
+    for publisher in &publishers {
+        publisher.signal(libc::SIGCONT);
+    }
+    let shown: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["topic"].as_str().unwrap())
+        .collect();
+    assert_eq!(shown, names, "{list}");
+    assert!(
+        list.as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["state"] == "stopped"),
+        "{list}"
+    );
+    // One after the other, the four would take 8 s.
+    assert!(took < std::time::Duration::from_secs(6), "{took:?}");
 }
 
 /// A rate needs two snapshots: `--interval 0` takes one and shows no rate, not a rate of 0.

@@ -1,6 +1,7 @@
 //! `pub` reading standard input: a line longer than the largest message is refused by its
-//! number without being read whole, `--count` stops early, and the summary it ends with (at
-//! the end of input or on a signal) counts in words. A signal ends it with its code and the
+//! number without being read whole (and a `--size` larger than it before anything is bound),
+//! `--count` stops early, and the summary it ends with (at the end of input or on a signal)
+//! counts in words. A signal ends it with its code and the
 //! summary even while it waits; one ignored when it started stays ignored; a thread it cannot
 //! start is named.
 
@@ -61,6 +62,39 @@ fn a_line_longer_than_a_message_is_refused_without_reading_it_whole() {
         taken < 8 << 20,
         "{taken} bytes read of a line that was never to be sent"
     );
+}
+
+/// A synthetic message larger than the largest message is a wrong setting, refused before the
+/// topic is bound or any subscriber waited for.
+#[test]
+fn a_size_larger_than_a_message_is_refused_before_binding() {
+    let dir = scratch("big-size");
+    for (args, max) in [
+        (&["--size", "300000"][..], "262144 bytes"),
+        (&["--size", "1001", "--max-message", "1000"], "1000 bytes"),
+    ] {
+        let mut all = vec![
+            "pub",
+            "t",
+            "--wait-subscribers",
+            "1",
+            "--wait-timeout",
+            "30",
+        ];
+        all.extend_from_slice(args);
+        let out = run(shmcast(&dir, &all));
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        let e = stderr(&out);
+        assert_eq!(
+            e,
+            format!(
+                "shmcast: --size {}: larger than the largest message, {max} (--max-message \
+                 sets it, up to half the --capacity)\n",
+                args[1]
+            )
+        );
+        assert!(!dir.join("t").exists(), "bound before refusing");
+    }
 }
 
 #[test]

@@ -1,14 +1,17 @@
 //! `stat` against a publisher process and three subscriber processes: the right pid and mode
 //! for each, and a gating subscriber stopped with SIGSTOP falling further behind at every look,
-//! still gating, until the publisher's stall bound demotes it. A watch stopped by an error
-//! fails with its exit code.
+//! still gating, until the publisher's stall bound demotes it. A watch asks no faster than a
+//! publisher answers, skips a refresh refused as busy and stops after 10 s of refusals, with
+//! their exit code; it ends quietly with the topic.
 
 mod common;
 
-use common::{Proc, code, json, run, scratch, shmcast, stat_with, wait_for};
+use common::{
+    Proc, code, impostor, json, refusal, run, scratch, serve, shmcast, stat_with, wait_for,
+};
 use serde_json::Value;
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn row(stat: &Value, pid: u32) -> Value {
     stat["subscribers"]
@@ -181,14 +184,30 @@ fn a_stall_bound_from_the_command_line_demotes_sooner() {
     );
 }
 
-/// A watch that stops on an error fails with that error's exit code: here the publisher's
-/// refusal when asked more than its 20 times a second (5, a refused peer).
+/// A watch asks no more often than a publisher answers (20 times a second): a shorter
+/// `--interval` is a wrong command line, naming the shortest.
 #[test]
-fn a_watch_stopped_by_a_refusal_fails() {
+fn an_interval_shorter_than_a_publisher_answers_is_refused() {
+    let dir = scratch("watch-fast");
+    for interval in ["0", "40", "49"] {
+        let out = run(shmcast(
+            &dir,
+            &["stat", "t", "--watch", "--interval", interval],
+        ));
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(code(&out), 2, "{interval}: {e}");
+        assert!(e.contains("--interval") && e.contains("at least 50"), "{e}");
+    }
+}
+
+/// Another `stat` that uses up the publisher's answers for a second makes the watch skip
+/// refreshes, saying so once, not end: it goes on to the count it was given.
+#[test]
+fn a_watch_skips_refreshes_the_publisher_is_too_busy_for() {
     let dir = scratch("watch-busy");
     let _publisher = Proc::spawn(shmcast(&dir, &["pub", "t", "--rate", "10"]));
     stat_with(&dir, "t", 0);
-    let out = run(shmcast(
+    let watch = Proc::spawn(shmcast(
         &dir,
         &[
             "stat",
@@ -196,20 +215,88 @@ fn a_watch_stopped_by_a_refusal_fails() {
             "--watch",
             "--json",
             "--interval",
-            "0",
+            "60",
             "--count",
-            "1000",
+            "40",
         ],
+    ));
+    // Asked as fast as a process can, for a second and a half: at least one of the publisher's
+    // one-second budgets is spent before the watch asks again.
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(1500) {
+        let _ = shmcast(&dir, &["stat", "t"]).output().unwrap();
+    }
+    let out = watch.finish();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 0, "{e}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 40);
+    assert_eq!(
+        e.matches("shmcast: t: the publisher refused (busy)")
+            .count(),
+        e.lines().count(),
+        "{e}"
+    );
+    assert!(
+        e.lines().count() >= 1
+            && e.lines()
+                .all(|l| l.ends_with("; skipping refreshes until it answers")),
+        "{e}"
+    );
+}
+
+/// Only a publisher that refuses as busy for 10 s on ends a watch, with the refusal's exit code
+/// (5): here a socket whose server refuses every request so.
+#[test]
+fn a_watch_refused_as_busy_for_ten_seconds_stops() {
+    let dir = scratch("watch-refused");
+    let listener = impostor(&dir.join("t"));
+    let _server = serve(
+        listener,
+        vec![refusal(4, b"too many introspection requests"); 1000],
+    );
+    let start = Instant::now();
+    let out = run(shmcast(
+        &dir,
+        &["stat", "t", "--watch", "--json", "--interval", "100"],
     ));
     let e = String::from_utf8_lossy(&out.stderr);
     assert_eq!(code(&out), 5, "{e}");
+    assert!(start.elapsed() >= Duration::from_secs(10), "{e}");
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), 2, "{e}");
+    assert_eq!(
+        lines[0],
+        "shmcast: t: the publisher refused (busy): too many introspection requests; skipping \
+         refreshes until it answers"
+    );
     assert!(
-        e.starts_with("shmcast: t: ")
-            && e.contains("busy")
-            && e.ends_with("; stopped watching\n")
-            && e.lines().count() == 1,
+        lines[1].starts_with(
+            "shmcast: t: the publisher refused (busy): too many introspection requests (for 10"
+        ) && lines[1].ends_with(" s); stopped watching"),
         "{e}"
     );
-    let shown = String::from_utf8(out.stdout).unwrap().lines().count();
-    assert!((1..1000).contains(&shown), "{shown} refreshes");
+    assert!(out.stdout.is_empty());
+}
+
+/// A watch ends quietly when the publisher ends its topic, saying so.
+#[test]
+fn a_watch_ends_quietly_with_the_topic() {
+    let dir = scratch("watch-end");
+    let publisher = Proc::spawn(shmcast(
+        &dir,
+        &["pub", "t", "--rate", "100", "--count", "100"],
+    ));
+    stat_with(&dir, "t", 0);
+    let out = run(shmcast(
+        &dir,
+        &["stat", "t", "--watch", "--json", "--interval", "100"],
+    ));
+    assert_eq!(code(&publisher.finish()), 0);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 0, "{e}");
+    assert_eq!(
+        e,
+        "shmcast: t: the publisher ended the topic; stopped watching\n"
+    );
+    assert!(!out.stdout.is_empty());
 }

@@ -1,6 +1,7 @@
-//! Topics shared between users from the shell: `pub --admit` lets another user's `echo` in,
-//! and `echo --trust` lets it read a publisher of another user. Needs root, to run the
-//! commands as two users (skipped, saying so, without).
+//! Topics shared between users from the shell: `pub --admit` lets another user's `echo`, `stat`
+//! and `list` in, and `--trust` lets each of them believe a publisher of another user; without
+//! it, each says how to trust it. Needs root, to run the commands as two users (skipped, saying
+//! so, without).
 
 mod common;
 
@@ -50,10 +51,16 @@ fn another_user_subscribes_when_admitted_and_trusting() {
     wait_for("the socket", WATCHDOG, || {
         dir.join("shared.sock").exists().then_some(())
     });
-    // Without trusting root, the other user refuses the publisher itself.
+    // Without trusting root, the other user refuses the publisher itself, saying how to trust
+    // it.
     let out = run(as_other_user(&["echo", sock, "--count", "1"]));
-    assert_ne!(code(&out), 0);
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
     assert!(stderr(&out).contains("uid 0"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).ends_with(" (pass --trust 0 to trust it)\n"),
+        "{}",
+        stderr(&out)
+    );
     // Trusting root, it receives.
     let out = run(as_other_user(&[
         "echo", sock, "--count", "2", "--format", "hex", "--trust", "0",
@@ -62,4 +69,63 @@ fn another_user_subscribes_when_admitted_and_trusting() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
     drop(publisher);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `stat` and `list` trust as `echo` does: a publisher of another user only with `--trust`, and
+/// without it they say how.
+#[test]
+fn another_user_inspects_a_publisher_it_trusts() {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to run the command as a user of its own");
+        return;
+    }
+    // The other user's own topic directory, where root publishes a topic for it.
+    let dir = scratch("users-inspect");
+    std::os::unix::fs::chown(&dir, Some(UID), Some(UID)).unwrap();
+    let sock = dir.join("t");
+    let sock = sock.to_str().unwrap();
+    let publisher = Proc::spawn(shmcast(
+        &dir,
+        &["pub", sock, "--rate", "10", "--admit", "65533"],
+    ));
+    wait_for("the socket", WATCHDOG, || {
+        dir.join("t").exists().then_some(())
+    });
+
+    let out = run(as_other_user(&["stat", sock, "--json"]));
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "shmcast: {sock}: {sock} is served by uid 0, which is not trusted (pass --trust 0 \
+             to trust it)\n"
+        )
+    );
+    let out = run(as_other_user(&["stat", sock, "--json", "--trust", "0"]));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let stat: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stat["publisher"]["pid"], publisher.pid(), "{stat}");
+
+    let dir_arg = dir.to_str().unwrap();
+    let list = |trust: &[&str]| {
+        let mut args = vec!["--dir", dir_arg, "list", "--json", "--interval", "0"];
+        args.extend_from_slice(trust);
+        let out = run(as_other_user(&args));
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        list[0].clone()
+    };
+    let refused = list(&[]);
+    assert_eq!(refused["state"], "refused", "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .ends_with("(pass --trust 0 to trust it)"),
+        "{refused}"
+    );
+    let live = list(&["--trust", "0"]);
+    assert_eq!(live["state"], "live", "{live}");
+    assert_eq!(live["publisher"]["pid"], publisher.pid(), "{live}");
 }

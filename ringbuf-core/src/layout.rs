@@ -273,7 +273,9 @@ impl RingConfig {
 
     /// The largest `max_payload` a ring of `capacity` bytes accepts.
     pub fn payload_limit(capacity: u64) -> u64 {
-        (capacity / 2 - FRAME_HEADER_LEN as u64).min(u32::MAX as u64 & !15)
+        (capacity / 2)
+            .saturating_sub(FRAME_HEADER_LEN as u64)
+            .min(u32::MAX as u64 & !15)
     }
 
     /// Data area size in bytes.

@@ -372,3 +372,14 @@ fn readers_over_mutated_frames_stay_in_sequence_and_stop() {
         "mutations both kept and broke frames: {delivered} delivered, {corrupt} corrupt"
     );
 }
+
+/// The payload limit of any capacity, valid or not, is a number (no arithmetic overflow): a
+/// capacity too small for two frames allows nothing, and `RingConfig::new` then refuses it.
+#[test]
+fn payload_limits_of_tiny_capacities_are_zero() {
+    for cap in [0, 1, 16, 31, 32, 33] {
+        assert_eq!(RingConfig::payload_limit(cap), 0, "capacity {cap}");
+        assert!(RingConfig::new(cap, 0).is_err(), "capacity {cap}");
+    }
+    assert_eq!(RingConfig::payload_limit(64), 16);
+}
