@@ -47,6 +47,8 @@ pub struct Bridge {
     id: u64,
     stop: Arc<AtomicBool>,
     exports: Vec<JoinHandle<()>>,
+    /// The threads that bind configured imports whose topic could not be bound at start.
+    bindings: Vec<JoinHandle<()>>,
     watch: Option<JoinHandle<()>>,
     imports: Vec<zenoh::pubsub::Subscriber<()>>,
     topics: Vec<(TopicConfig, String, Arc<Counters>)>,
@@ -95,6 +97,7 @@ impl Bridge {
             id: random_id(),
             stop: Arc::new(AtomicBool::new(false)),
             exports: Vec::new(),
+            bindings: Vec::new(),
             watch: None,
             imports: Vec::new(),
             topics: Vec::new(),
@@ -123,17 +126,19 @@ impl Bridge {
                     bridge.exports.push(handle);
                 }
                 Direction::Import => {
-                    let sub = Import {
+                    let running = Import {
                         topic: t.clone(),
                         key: key.clone(),
                         directory: config.directory.clone(),
                         origin: bridge.id,
                         counters: counters.clone(),
+                        stop: bridge.stop.clone(),
                         sink: b.sink.clone(),
                     }
                     .spawn(&session)
                     .map_err(fail)?;
-                    bridge.imports.push(sub);
+                    bridge.imports.push(running.subscriber);
+                    bridge.bindings.extend(running.binding);
                 }
             }
             bridge.topics.push((t.clone(), key, counters));
@@ -189,6 +194,13 @@ impl Bridge {
             let _ = watch.join();
         }
         let deadline = Instant::now() + Bridge::STOP_BOUND;
+        // They look at the stop flag every 50 ms and never wait for a lock (a bind itself may
+        // take up to a second, probing a busy socket); waited for before the imports close,
+        // so that an imported topic ends with its Zenoh subscriber. One still binding at the
+        // deadline ends by itself a moment later, and its topic with it.
+        for binding in self.bindings.drain(..) {
+            finish(binding, deadline);
+        }
         let closed = self.close_session(deadline);
         if !closed {
             (self.sink)(Event::StopIncomplete {
@@ -200,12 +212,7 @@ impl Bridge {
         // stop flag every 50 ms.
         let mut running = 0;
         for handle in self.exports.drain(..) {
-            while !handle.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            if handle.is_finished() {
-                let _ = handle.join();
-            } else {
+            if !finish(handle, deadline) {
                 running += 1;
             }
         }
@@ -258,6 +265,19 @@ impl Drop for Bridge {
     }
 }
 
+/// Waits until `handle`'s thread has ended, or until `deadline`; whether it ended (and was
+/// joined).
+fn finish(handle: JoinHandle<()>, deadline: Instant) -> bool {
+    while !handle.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let ended = handle.is_finished();
+    if ended {
+        let _ = handle.join();
+    }
+    ended
+}
+
 fn random_id() -> u64 {
     let mut h = RandomState::new().build_hasher();
     h.write_u32(std::process::id());
@@ -278,7 +298,8 @@ pub enum BridgeError {
     /// The local topic directory is one no topic may use (relative, open to others, another
     /// user's, a symbolic link).
     Directory(shmcast::TopicError),
-    /// A topic could not start (its Zenoh declaration, or binding a configured import).
+    /// A topic could not start (its Zenoh declaration). A local topic that cannot be bound is
+    /// no such failure: the import retries it ([`Event::BindFailed`]).
     Topic {
         /// The local topic.
         topic: String,

@@ -252,6 +252,10 @@ fn check_key(key: &str) -> Result<KeyExpr<'static>, ConfigError> {
     })
 }
 
+/// Why an empty `directory` is refused.
+pub(crate) const EMPTY_DIRECTORY: &str = "must not be empty: give the topic directory's absolute \
+     path, or leave it out (topics then resolve as in every shmcast program)";
+
 /// Everything a bridge does.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -266,7 +270,7 @@ pub struct BridgeConfig {
     pub scouting: bool,
     /// The key prefix of topics without a key of their own (not empty).
     pub prefix: String,
-    /// The local topic directory (`None`: as every shmcast program resolves it).
+    /// The local topic directory (`None`: as every shmcast program resolves it; not empty).
     pub directory: Option<PathBuf>,
     /// The bridged topics.
     pub topics: Vec<TopicConfig>,
@@ -307,8 +311,9 @@ impl BridgeConfig {
     }
 
     /// Checks the endpoints (as [`check_endpoint`] says), that a client has a router to join,
-    /// the topics and their keys, and that nothing can loop and that nothing can loop: no topic both exported and imported, no
-    /// import key that matches an export key, no key or topic bridged twice the same way.
+    /// that the directory, if given, is not empty, the topics and their keys, and that nothing
+    /// can loop: no topic both exported and imported, no import key that matches an export
+    /// key, no key or topic bridged twice the same way.
     pub fn validate(&self) -> Result<(), ConfigError> {
         BridgeConfig::check_prefix(&self.prefix)?;
         for (field, list) in [("listen", &self.listen), ("connect", &self.connect)] {
@@ -324,6 +329,13 @@ impl BridgeConfig {
                 field: "listen".into(),
                 expected: format!("{e:?} is given twice: one endpoint is listened on once"),
             });
+        }
+        if self
+            .directory
+            .as_ref()
+            .is_some_and(|d| d.as_os_str().is_empty())
+        {
+            return Err(ConfigError::field("directory", EMPTY_DIRECTORY));
         }
         if self.mode == SessionMode::Client && self.connect.is_empty() && !self.scouting {
             return Err(ConfigError::field(
@@ -555,6 +567,16 @@ mod tests {
         };
         let e = twice.validate().unwrap_err().to_string();
         assert!(e.contains("is given twice"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_directory_is_refused() {
+        let empty = BridgeConfig {
+            directory: Some(PathBuf::new()),
+            ..bridge(vec![TopicConfig::new("a", Direction::Export)])
+        };
+        let e = empty.validate().unwrap_err().to_string();
+        assert!(e.starts_with("directory: must not be empty"), "{e}");
     }
 
     #[test]

@@ -51,7 +51,9 @@ pub enum Event {
     },
     /// An import could not bind its local topic (another publisher serves it, the directory
     /// is unusable): it drops what arrives (counted in `local_dropped`) and tries again a
-    /// second later. Reported once per outage; [`Event::Bound`] says when it ends.
+    /// second later (an import configured with its whole contract every second, messages or
+    /// not; one that adopts the remote's with the next message). The bridge and its other
+    /// topics carry on. Reported once per outage; [`Event::Bound`] says when it ends.
     BindFailed {
         /// The local topic.
         topic: String,

@@ -22,10 +22,14 @@
 //!   local subscriber stopped for the stall bound is demoted by these tries as by a wait).
 //! * A configured `capacity` that cannot hold two of the remote's largest messages refuses
 //!   that contract (`refused`, [`Event::ContractRefused`] once); any other failure to bind the
-//!   local topic drops the messages (`local_dropped`) and is retried a second later, reported
-//!   once per outage ([`Event::BindFailed`]) and followed by [`Event::Bound`] when it
-//!   succeeds. What was dropped meanwhile is told to the local publisher as lost upstream as
-//!   soon as it is bound, so its `upstream_lost` is always `gaps` plus `local_dropped`.
+//!   local topic (another publisher serves it, the directory cannot be used) drops the
+//!   messages (`local_dropped`) and is retried a second later, reported once per outage
+//!   ([`Event::BindFailed`]) and followed by [`Event::Bound`] when it succeeds. It never ends
+//!   the bridge, whether the contract is configured (bound at start, then retried every second
+//!   by a thread of the import's own until it binds, messages or not) or adopted (retried with
+//!   the next message at least a second later). What was dropped meanwhile is told to the
+//!   local publisher as lost upstream as soon as it is bound, so its `upstream_lost` is always
+//!   `gaps` plus `local_dropped`.
 //! * A batch ([`wire`](crate::wire)) is published as the messages it carries, in order, each
 //!   counted as if it had come alone: refused, dropped and published alike.
 //! * A payload that is not a bridge message, or is larger than the topic's maximum, is counted
@@ -36,8 +40,9 @@
 //! and no other bridge exports it either (it is declared imported).
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, TryLockError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use shmcast::{BindError, ConfigError, LoanError, Publisher};
@@ -54,6 +59,8 @@ use crate::wire::{self, MAX_HEADER, Sender, WireContract, WireError};
 
 /// How long after a failed bind the importer tries again.
 const BIND_RETRY: Duration = Duration::from_secs(1);
+/// How often the thread that binds a configured contract looks at the bridge's stop flag.
+const POLL: Duration = Duration::from_millis(50);
 
 /// One imported topic.
 pub(crate) struct Import {
@@ -62,7 +69,16 @@ pub(crate) struct Import {
     pub directory: Option<PathBuf>,
     pub origin: u64,
     pub counters: Arc<Counters>,
+    pub stop: Arc<AtomicBool>,
     pub sink: Sink,
+}
+
+/// A started import: its Zenoh subscriber, and the thread that binds its configured contract
+/// while the local topic cannot be bound at start (it ends once bound, or at the bridge's
+/// stop).
+pub(crate) struct Running {
+    pub subscriber: zenoh::pubsub::Subscriber<()>,
+    pub binding: Option<JoinHandle<()>>,
 }
 
 /// What the callback keeps between messages.
@@ -87,10 +103,20 @@ struct State {
 }
 
 impl Import {
-    /// Binds the local topic if the configuration fixes its contract, then declares the Zenoh
-    /// subscriber.
-    pub fn spawn(self, session: &zenoh::Session) -> Result<zenoh::pubsub::Subscriber<()>, String> {
+    /// Binds the local topic if the configuration fixes its contract (or, if the topic cannot
+    /// be bound now, starts the thread that tries again every second), then declares the
+    /// Zenoh subscriber.
+    pub fn spawn(self, session: &zenoh::Session) -> Result<Running, String> {
         let key = self.key.clone();
+        let thread = format!("bind-{}", self.topic.topic);
+        let stop = self.stop.clone();
+        let configured = match (&self.topic.message, self.topic.max_message) {
+            (Some(message), Some(max)) => Some(WireContract {
+                message: message.clone(),
+                max_message: max,
+            }),
+            _ => None,
+        };
         let mut state = State {
             import: self,
             publisher: None,
@@ -103,23 +129,29 @@ impl Import {
             bind_failure_reported: false,
             unnoted: 0,
         };
-        if let (Some(message), Some(max)) =
-            (&state.import.topic.message, state.import.topic.max_message)
-        {
-            let contract = WireContract {
-                message: message.clone(),
-                max_message: max,
-            };
-            state.bind(&contract).map_err(|e| format!("binding: {e}"))?;
+        let mut retry = None;
+        if let Some(contract) = configured {
+            match state.bind(&contract) {
+                Ok(()) => {}
+                // The moment, not the configuration: the topic in use, the directory. Retried
+                // as a failure to bind on a message is; the other topics carry on meanwhile.
+                Err(BindFailure::Other(e)) => {
+                    state.bind_failed(e);
+                    retry = Some(contract);
+                }
+                // Checked with the configuration (`contract`), so not met here.
+                Err(e) => return Err(format!("binding: {e}")),
+            }
         }
-        let state = Mutex::new(state);
-        session
+        let state = Arc::new(Mutex::new(state));
+        let shared = state.clone();
+        let subscriber = session
             .declare_subscriber(key.clone())
             .allowed_origin(Locality::Remote)
             .callback(move |sample| {
                 // One Zenoh session delivers one key's samples in order, so the lock is only
-                // ever contended when the bridge stops.
-                let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+                // ever contended when the bridge stops or the binding thread tries.
+                let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
                 s.receive(sample.payload());
             })
             .wait()
@@ -128,7 +160,46 @@ impl Import {
                     "declaring the Zenoh subscriber on {key}: {}",
                     clean(&e.to_string())
                 )
-            })
+            })?;
+        let binding = match retry {
+            Some(contract) => Some(
+                std::thread::Builder::new()
+                    .name(thread)
+                    .spawn(move || bind_until_bound(&state, &contract, &stop))
+                    .map_err(|e| format!("starting the thread that binds the local topic: {e}"))?,
+            ),
+            None => None,
+        };
+        Ok(Running {
+            subscriber,
+            binding,
+        })
+    }
+}
+
+/// Tries to bind `contract` every [`BIND_RETRY`] until the local topic is bound (by this thread
+/// or by a message) or `stop` is set. Never waits for the lock: a callback holding it (a
+/// reliable loan waiting for ring space) is left alone, and the next look tries again.
+fn bind_until_bound(state: &Mutex<State>, contract: &WireContract, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(POLL);
+        let mut s = match state.try_lock() {
+            Ok(s) => s,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => continue,
+        };
+        if s.publisher.is_some() {
+            return;
+        }
+        if s.bind_failed_at.is_some_and(|at| at.elapsed() < BIND_RETRY) {
+            continue;
+        }
+        match s.bind(contract) {
+            Ok(()) => return,
+            Err(BindFailure::Other(e)) => s.bind_failed(e),
+            // The configuration was checked: a contract that binds at no moment is not met.
+            Err(_) => return,
+        }
     }
 }
 
@@ -364,18 +435,24 @@ impl State {
                 false
             }
             Err(BindFailure::Other(e)) => {
-                self.bind_failed_at = Some(Instant::now());
+                self.bind_failed(e);
                 self.drop_unbound(n);
-                if !self.bind_failure_reported {
-                    self.bind_failure_reported = true;
-                    self.event(Event::BindFailed {
-                        topic: self.import.topic.topic.clone(),
-                        key: self.import.key.clone(),
-                        reason: e,
-                    });
-                }
                 false
             }
+        }
+    }
+
+    /// Notes a failure to bind that is worth another try a second later, and reports it if it
+    /// is the first of this outage.
+    fn bind_failed(&mut self, reason: String) {
+        self.bind_failed_at = Some(Instant::now());
+        if !self.bind_failure_reported {
+            self.bind_failure_reported = true;
+            self.event(Event::BindFailed {
+                topic: self.import.topic.topic.clone(),
+                key: self.import.key.clone(),
+                reason,
+            });
         }
     }
 

@@ -4,9 +4,13 @@
 //! is an error too (JSON parsers keep the last one, silently: a second `topics` list would
 //! replace the first).
 
+use std::path::{Path, PathBuf};
+
 use serde_json::{Map, Value};
 
-use crate::config::{BridgeConfig, ConfigError, Direction, Reliability, SessionMode, TopicConfig};
+use crate::config::{
+    BridgeConfig, ConfigError, Direction, EMPTY_DIRECTORY, Reliability, SessionMode, TopicConfig,
+};
 use crate::endpoint::check_endpoint;
 use crate::spec::Given;
 
@@ -37,7 +41,8 @@ const TOPIC_FIELDS: &[&str] = &[
 impl BridgeConfig {
     /// Reads a JSON configuration: an object with the optional fields `mode` (`"peer"` or
     /// `"client"`), `listen` and `connect` (arrays of endpoints, checked as
-    /// [`check_endpoint`] says), `scouting` (boolean), `prefix` (not empty), `directory`, and
+    /// [`check_endpoint`] says), `scouting` (boolean), `prefix` (not empty), `directory` (an
+    /// absolute path), and
     /// `topics`, an array of objects with `topic`, `direction` (`"export"` or `"import"`) and
     /// optionally `reliability` (`"reliable"` or `"lossy"`), `key`, `bytes` (`true`),
     /// `schema` (`"NAME@VERSION"`), `pod` (`"NAME:SIZE:ALIGN"`), `max_message` and `capacity`
@@ -88,18 +93,11 @@ impl BridgeConfig {
                 "prefix" => {
                     let prefix = value
                         .as_str()
-                        .ok_or_else(|| ConfigError::field("prefix", "a string"))?;
+                        .ok_or_else(|| ConfigError::field("prefix", "a string: the key prefix"))?;
                     BridgeConfig::check_prefix(prefix)?;
                     c.prefix = prefix.to_owned();
                 }
-                "directory" => {
-                    c.directory = Some(
-                        value
-                            .as_str()
-                            .ok_or_else(|| ConfigError::field("directory", "a path"))?
-                            .into(),
-                    )
-                }
+                "directory" => c.directory = Some(directory(value)?),
                 "topics" => {
                     let list = value
                         .as_array()
@@ -157,7 +155,8 @@ fn topic(v: &Value) -> Result<TopicConfig, ConfigError> {
             }
             (_, Value::String(s)) => Some(s.clone()),
             (_, Value::Number(n)) => Some(n.to_string()),
-            _ => return Err(ConfigError::field_owned(name, "a string or a number")),
+            // null, true, an array: what the field takes, as a value of the wrong text says.
+            _ => return Err(ConfigError::field_owned(name, expected(name))),
         };
         match name.as_str() {
             "topic" | "direction" => {}
@@ -179,6 +178,43 @@ fn topic(v: &Value) -> Result<TopicConfig, ConfigError> {
     }
     t.check().map_err(|e| file_fields(e, ""))?;
     Ok(t)
+}
+
+/// What topic field `name` takes, for a value of the wrong JSON type.
+fn expected(name: &str) -> &'static str {
+    match name {
+        "reliability" => "\"reliable\" or \"lossy\"",
+        "key" => "a string: the Zenoh key expression",
+        "schema" => "a string NAME@VERSION, such as \"app.Tick@2\"",
+        "pod" => "a string NAME:SIZE:ALIGN, such as \"Tick:16:8\"",
+        "max_message" | "capacity" => "a number of bytes",
+        // `topic` and `direction` are read before, `bytes` apart.
+        _ => "a string",
+    }
+}
+
+/// The `directory` field: an absolute path, as `SHMCAST_DIR` must be. A relative one would be
+/// resolved against the bridge's working directory, wherever it was started.
+fn directory(value: &Value) -> Result<PathBuf, ConfigError> {
+    let path = value.as_str().ok_or_else(|| {
+        ConfigError::field(
+            "directory",
+            "a string: the absolute path of the topic directory",
+        )
+    })?;
+    if path.is_empty() {
+        return Err(ConfigError::field("directory", EMPTY_DIRECTORY));
+    }
+    if !Path::new(path).is_absolute() {
+        return Err(ConfigError::field_owned(
+            "directory",
+            &format!(
+                "{path:?} is not an absolute path: the bridge would resolve it against its \
+                 working directory, and other processes would look for topics elsewhere"
+            ),
+        ));
+    }
+    Ok(path.into())
 }
 
 /// An error about a topic's option in the file's terms: field `name` (the one being read, if
@@ -452,6 +488,55 @@ mod tests {
             e.starts_with("listen: \"tcp/127.0.0.1:7447\" is given twice"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_is_told_what_its_field_takes() {
+        let err = |field: &str, value: &str| {
+            let text = format!(
+                r#"{{"topics": [{{"topic": "a", "direction": "import", "{field}": {value}}}]}}"#
+            );
+            BridgeConfig::from_json(&text).unwrap_err().to_string()
+        };
+        for value in ["null", "true", "[]", "{}"] {
+            for (field, want) in [
+                ("reliability", r#""reliable" or "lossy""#),
+                ("key", "a string: the Zenoh key expression"),
+                ("schema", "a string NAME@VERSION, such as \"app.Tick@2\""),
+                ("pod", "a string NAME:SIZE:ALIGN, such as \"Tick:16:8\""),
+                ("max_message", "a number of bytes"),
+                ("capacity", "a number of bytes"),
+            ] {
+                let e = err(field, value);
+                assert_eq!(e, format!("topics[0].{field}: {want}"), "{field}: {value}");
+            }
+        }
+        // A wrong value of the right type says the same.
+        assert_eq!(
+            err("reliability", "5"),
+            r#"topics[0].reliability: "reliable" or "lossy""#
+        );
+        let e = BridgeConfig::from_json(r#"{"prefix": null}"#).unwrap_err();
+        assert_eq!(e.to_string(), "prefix: a string: the key prefix");
+    }
+
+    #[test]
+    fn a_directory_is_an_absolute_path() {
+        let err = |value: &str| {
+            BridgeConfig::from_json(&format!(r#"{{"directory": {value}}}"#))
+                .unwrap_err()
+                .to_string()
+        };
+        let e = err(r#""rel""#);
+        assert!(
+            e.starts_with(r#"directory: "rel" is not an absolute path"#),
+            "{e}"
+        );
+        assert!(err(r#""./rel""#).contains("not an absolute path"));
+        assert!(err(r#""""#).starts_with("directory: must not be empty"));
+        assert!(err("null").starts_with("directory: a string: the absolute path"));
+        let c = BridgeConfig::from_json(r#"{"directory": "/run/shmcast"}"#).unwrap();
+        assert_eq!(c.directory, Some(PathBuf::from("/run/shmcast")));
     }
 
     #[test]

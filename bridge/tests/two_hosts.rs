@@ -2,10 +2,16 @@
 //! connected over Zenoh TCP on 127.0.0.1 with scouting off: a publisher on host A, subscribers
 //! on host B (and a second bridge process on host B where a loop is tried).
 
+#[path = "two_hosts/binding.rs"]
+mod binding;
+#[path = "two_hosts/by_hand.rs"]
+mod by_hand;
 mod common;
+#[path = "two_hosts/restarts.rs"]
+mod restarts;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{BridgeProc, check, dir, free_port, host, message, serial, until};
 use serde_json::{Value, json};
@@ -16,6 +22,28 @@ fn role_entry() {
     if common::role() {
         std::process::exit(0);
     }
+}
+
+/// A host's directory goes when its test ends, with what the processes that used it left
+/// there: the socket of an import killed as its guard dropped, files of the test's own.
+#[test]
+fn a_hosts_directory_is_removed_when_its_test_ends() {
+    let _serial = serial();
+    let path = {
+        let b = host("guard", "b");
+        let bridge_b = importer(
+            &b,
+            free_port(),
+            json!({"topic": "t", "direction": "import", "bytes": true, "max_message": 4096}),
+        );
+        bridge_b.wait_event("publishing");
+        std::fs::create_dir(b.join("sub")).unwrap();
+        std::fs::write(b.join("sub").join("file"), b"x").unwrap();
+        drop(bridge_b);
+        assert!(b.join("t").exists(), "the killed import's socket");
+        b.to_path_buf()
+    };
+    assert!(!path.exists(), "{} left behind", path.display());
 }
 
 /// Host A's bridge: exports `topic` with `options`, listening on `port`.
@@ -87,7 +115,7 @@ fn reliable_delivers_every_message_in_order_byte_exact() {
         port,
         json!({"topic": "t", "direction": "import", "bytes": true, "max_message": 4096}),
     );
-    let bb = b.clone();
+    let bb = b.to_path_buf();
     let subs: Vec<_> = (0..2)
         .map(|_| {
             let mut sub = subscriber(&bb, "t");
@@ -216,94 +244,6 @@ fn lossy_counts_every_gap_of_an_overloaded_importer() {
         last_seq - first + 1,
         "first {first} last {last} received {count} lagged {lagged}: {t}"
     );
-}
-
-#[test]
-fn bridges_killed_and_restarted_recover_without_cleanup() {
-    let _serial = serial();
-    let (a, b) = (host("restart", "a"), host("restart", "b"));
-    let port = free_port();
-    let import = json!({"topic": "t", "direction": "import", "bytes": true, "max_message": 4096});
-    let mut bridge_b = importer(&b, port, import.clone());
-    let mut bridge_a = exporter(&a, port, "t", "reliable");
-    let (tx, rx) = std::sync::mpsc::channel::<u64>();
-    let bb = b.clone();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let stop_sub = stop.clone();
-    // A subscriber on host B that connects again whenever its publisher (the importer) ends.
-    let reader = std::thread::spawn(move || {
-        let mut last = None;
-        while !stop_sub.load(std::sync::atomic::Ordering::Relaxed) {
-            let mut sub = Subscriber::builder("t")
-                .directory(&bb)
-                .connect_timeout(common::WATCHDOG)
-                .connect()
-                .unwrap();
-            loop {
-                match sub.recv_timeout(Duration::from_millis(200)) {
-                    Ok(s) => {
-                        let i = check(&s);
-                        assert!(last.is_none_or(|l| i > l), "{i} after {last:?}");
-                        last = Some(i);
-                        if tx.send(i).is_err() {
-                            return;
-                        }
-                    }
-                    Err(RecvError::Timeout)
-                        if stop_sub.load(std::sync::atomic::Ordering::Relaxed) =>
-                    {
-                        return;
-                    }
-                    Err(RecvError::Timeout | RecvError::Lagged(_)) => {}
-                    Err(RecvError::Disconnected) => break,
-                    Err(e) => panic!("{e}"),
-                }
-            }
-        }
-    });
-    let aa = a.clone();
-    let stop_pub = stop.clone();
-    let writer = std::thread::spawn(move || {
-        let mut publisher = Publisher::builder("t")
-            .directory(&aa)
-            .max_message(4096)
-            .stall_bound(Some(Duration::from_millis(200)))
-            .bind()
-            .unwrap();
-        let mut i = 0;
-        while !stop_pub.load(std::sync::atomic::Ordering::Relaxed) {
-            publisher.send(&message(i)).unwrap();
-            i += 1;
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    });
-    let mut seen = 0u64;
-    let mut more = |n: u64, what: &str| {
-        let target = seen + n;
-        let deadline = Instant::now() + common::WATCHDOG;
-        while seen < target {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(!left.is_zero(), "watchdog: {what}");
-            if rx.recv_timeout(left).is_ok() {
-                seen += 1;
-            }
-        }
-    };
-    more(100, "messages before any restart");
-    bridge_a.kill();
-    bridge_a = exporter(&a, port, "t", "reliable");
-    more(100, "messages after host A's bridge restarted");
-    bridge_b.kill();
-    bridge_b = importer(&b, port, import);
-    more(100, "messages after host B's bridge restarted");
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    writer.join().unwrap();
-    drop(rx);
-    reader.join().unwrap();
-    let b_stats = bridge_b.stop();
-    assert_eq!(b_stats[0]["malformed"], 0);
-    let a_stats = bridge_a.stop();
-    assert!(a_stats[0]["messages"].as_u64() > Some(0));
 }
 
 #[test]
@@ -537,76 +477,6 @@ fn a_second_bridge_on_the_host_refuses_to_export_an_imported_topic() {
     drop(again);
 }
 
-#[test]
-fn messages_that_are_not_bridge_messages_are_counted_and_skipped() {
-    use zenoh::Wait;
-    let _serial = serial();
-    let b = host("malformed", "b");
-    let port = free_port();
-    let bridge_b = importer(
-        &b,
-        port,
-        json!({"topic": "t", "direction": "import", "bytes": true, "max_message": 64}),
-    );
-    let mut sub = subscriber(&b, "t");
-    let (_session, publisher) = common::raw_publisher(port, "shmcast/t");
-    // Garbage, then a bridge message too large for the topic, then good ones.
-    let contract = shmcast_zenoh::wire::WireContract {
-        message: shmcast::MessageType::Bytes,
-        max_message: 64,
-    };
-    let enc = shmcast_zenoh::wire::Encoder::new(sender(1, 0), &contract).unwrap();
-    publisher
-        .put(b"not a bridge message".to_vec())
-        .wait()
-        .unwrap();
-    publisher.put(enc.encode(0, &[7u8; 65])).wait().unwrap();
-    // A batch whose second record is cut short: the first is delivered, the rest skipped.
-    let mut batch = shmcast_zenoh::wire::Batch::default();
-    batch.push(&enc, 1, b"first-record");
-    batch.push(&enc, 2, b"cut-record");
-    let (mut cut, ..) = batch.take();
-    cut.pop();
-    publisher.put(cut).wait().unwrap();
-    publisher.put(enc.encode(3, b"ok-message")).wait().unwrap();
-    for want in [&b"first-record"[..], b"ok-message"] {
-        let s = sub.recv_timeout(common::WATCHDOG).unwrap();
-        assert_eq!(&*s, want);
-    }
-    until("the counters", || bridge_b.topic(0)["malformed"] == 3);
-    bridge_b.wait_event("malformed");
-    let stats = bridge_b.stop();
-    assert_eq!(stats[0]["messages"], 2);
-}
-
-/// What an exporter with bridge id `origin` writes into its header while reading its topic's
-/// `epoch`-th publisher (of one source).
-fn sender(origin: u64, epoch: u32) -> shmcast_zenoh::wire::Sender {
-    shmcast_zenoh::wire::Sender {
-        origin,
-        source: 0x50c4ce,
-        epoch,
-    }
-}
-
-/// The contract of plain bytes up to 4 KiB, and its encoder for `sender`.
-fn encoder(sender: shmcast_zenoh::wire::Sender) -> shmcast_zenoh::wire::Encoder {
-    let contract = shmcast_zenoh::wire::WireContract {
-        message: shmcast::MessageType::Bytes,
-        max_message: 4096,
-    };
-    shmcast_zenoh::wire::Encoder::new(sender, &contract).unwrap()
-}
-
-/// Messages `seqs` of one batch (one Zenoh put) from `enc`.
-fn batch(enc: &shmcast_zenoh::wire::Encoder, seqs: std::ops::Range<u64>) -> Vec<u8> {
-    let mut b = shmcast_zenoh::wire::Batch::default();
-    for seq in seqs {
-        b.push(enc, seq, &message(seq));
-    }
-    b.take().0
-}
-
 /// Two hosts export their own topic `t` to the one key `shmcast/t`; one importer hears both.
 /// Each host's sequence numbers are followed apart: nothing is counted missing or restarted,
 /// and the importer says once that a second source speaks on its key.
@@ -654,168 +524,6 @@ fn two_exporters_on_one_key_are_counted_apart() {
     drop((bridge_a1, bridge_a2));
 }
 
-/// The publisher on host A restarts and publishes past the number the importer expects next
-/// before the exporter reaches it: a reset, not a gap, and nothing told host B's topic as lost.
-#[test]
-fn a_restarted_publisher_is_a_reset_whatever_its_first_number() {
-    let _serial = serial();
-    let (a, b) = (host("epoch", "a"), host("epoch", "b"));
-    let port = free_port();
-    let bridge_b = importer(
-        &b,
-        port,
-        json!({"topic": "t", "direction": "import", "bytes": true, "max_message": 4096}),
-    );
-    let bridge_a = exporter(&a, port, "t", "reliable");
-    {
-        let mut first = bind(&a);
-        first.wait_for_subscribers(1, common::WATCHDOG).unwrap();
-        for i in 0..50 {
-            first.send(&message(i)).unwrap();
-        }
-        until("the first publisher's messages on host B", || {
-            bridge_b.topic(0)["last_seq"] == 49
-        });
-    }
-    bridge_a.wait_event("the local publisher is gone");
-    let mut second = bind(&a);
-    for i in 0..200 {
-        second.send(&message(i)).unwrap();
-    }
-    second.wait_for_subscribers(1, common::WATCHDOG).unwrap();
-    let mut i = 200;
-    publish_until(
-        &mut second,
-        &mut i,
-        5,
-        "the second publisher on host B",
-        |_| bridge_b.topic(0)["messages"].as_u64() > Some(50),
-    );
-    let t = bridge_b.stop()[0].clone();
-    assert_eq!((&t["resets"], &t["gaps"]), (&json!(1), &json!(0)), "{t}");
-    assert_eq!(t["sources"], 1, "{t}");
-    drop(bridge_a);
-}
-
-/// The same, exactly, with an exporter written by hand: a new epoch from the same exporter is
-/// a reset wherever its numbers start; a restarted exporter (another origin) goes on with its
-/// source's numbers, so what it did not read is a gap.
-#[test]
-fn epochs_and_origins_decide_between_reset_and_gap() {
-    use zenoh::Wait;
-    let _serial = serial();
-    let b = host("epochs", "b");
-    let port = free_port();
-    let bridge_b = importer(
-        &b,
-        port,
-        json!({"topic": "t", "direction": "import", "bytes": true, "max_message": 4096}),
-    );
-    let (_session, publisher) = common::raw_publisher(port, "shmcast/t");
-    publisher
-        .put(batch(&encoder(sender(1, 0)), 0..50))
-        .wait()
-        .unwrap();
-    publisher
-        .put(batch(&encoder(sender(1, 1)), 200..210))
-        .wait()
-        .unwrap();
-    publisher
-        .put(batch(&encoder(sender(2, 0)), 215..220))
-        .wait()
-        .unwrap();
-    until("every message", || {
-        bridge_b.topic(0)["messages"].as_u64() == Some(65)
-    });
-    let t = bridge_b.stop()[0].clone();
-    assert_eq!(
-        (&t["resets"], &t["gaps"], &t["gap_events"]),
-        (&json!(1), &json!(5), &json!(1)),
-        "{t}"
-    );
-}
-
-/// While the importer cannot bind its topic (a program of host B's own publishes it), a batch
-/// of 100 messages is 100 dropped, the failure is reported once with the import's name however
-/// often it is retried, and once bound the topic learns what was dropped as lost upstream; a
-/// batch of another contract is 100 refused.
-#[test]
-fn dropped_and_refused_batches_count_their_messages_and_a_bind_failure_is_said_once() {
-    use zenoh::Wait;
-    let _serial = serial();
-    let b = host("bindretry", "b");
-    let port = free_port();
-    let occupier = bind(&b);
-    let bridge_b = importer(&b, port, json!({"topic": "t", "direction": "import"}));
-    let (_session, publisher) = common::raw_publisher(port, "shmcast/t");
-    let enc = encoder(sender(1, 0));
-    publisher.put(batch(&enc, 0..100)).wait().unwrap();
-    until("100 dropped", || {
-        bridge_b.topic(0)["local_dropped"].as_u64() >= Some(100)
-    });
-    assert_eq!(bridge_b.topic(0)["local_dropped"], 100);
-    // Retried every second: give it three tries.
-    let mut seq = 100;
-    let end = Instant::now() + Duration::from_millis(3200);
-    while Instant::now() < end {
-        publisher
-            .put(enc.encode(seq, &message(seq)))
-            .wait()
-            .unwrap();
-        seq += 1;
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    until("every message counted", || {
-        bridge_b.topic(0)["local_dropped"].as_u64() == Some(seq)
-    });
-    let failures: Vec<_> = bridge_b
-        .events()
-        .into_iter()
-        .filter(|l| l.contains("cannot bind"))
-        .collect();
-    assert_eq!(failures.len(), 1, "{:?}", bridge_b.events());
-    assert!(
-        failures[0].starts_with("import shmcast/t -> t: cannot bind the local topic: "),
-        "{failures:?}"
-    );
-    drop(occupier);
-    until("the import's own topic", || {
-        publisher
-            .put(enc.encode(seq, &message(seq)))
-            .wait()
-            .unwrap();
-        seq += 1;
-        std::thread::sleep(Duration::from_millis(20));
-        bridge_b.events().iter().any(|l| l.contains("publishing"))
-    });
-    until("its counters", || {
-        bridge_b.topic(0)["messages"].as_u64() > Some(0)
-    });
-    let t = bridge_b.topic(0);
-    let info = Inspector::new("t").directory(&b).inspect().unwrap();
-    let (gaps, dropped) = (
-        t["gaps"].as_u64().unwrap(),
-        t["local_dropped"].as_u64().unwrap(),
-    );
-    assert_eq!(info.counters.upstream_lost, gaps + dropped, "{t}");
-    assert!(dropped >= 100, "{t}");
-    // Another contract, in one batch of 100.
-    let other = shmcast_zenoh::wire::Encoder::new(
-        sender(1, 0),
-        &shmcast_zenoh::wire::WireContract {
-            message: shmcast::MessageType::schema("app.Other", 1),
-            max_message: 4096,
-        },
-    )
-    .unwrap();
-    publisher.put(batch(&other, seq..seq + 100)).wait().unwrap();
-    until("100 refused", || {
-        bridge_b.topic(0)["refused"].as_u64() >= Some(100)
-    });
-    let t = bridge_b.stop()[0].clone();
-    assert_eq!(t["refused"], 100, "{t}");
-}
-
 /// A bridge whose peer is stopped (SIGSTOP) in the middle of a reliable stream stops within
 /// `Bridge::STOP_BOUND` all the same: what Zenoh cannot close by then is left to the background,
 /// and said.
@@ -832,7 +540,7 @@ fn a_bridge_stops_within_its_bound_when_its_peer_is_frozen() {
     let bridge_a = exporter(&a, port, "t", "reliable");
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stopping = stop.clone();
-    let aa = a.clone();
+    let aa = a.to_path_buf();
     let writer = std::thread::spawn(move || {
         let mut publisher = Publisher::builder("t")
             .directory(&aa)

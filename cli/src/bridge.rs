@@ -1,5 +1,7 @@
 //! `shmcast bridge`: export local topics to Zenoh and import Zenoh keys into local topics
-//! (`shmcast_zenoh::Bridge`), from flags or a JSON file (`--config`), until Ctrl-C or SIGTERM.
+//! (`shmcast_zenoh::Bridge`), from flags or a JSON file (`--config`), until Ctrl-C, SIGTERM or
+//! SIGHUP, which stop it cleanly (its last counters, its imported topics removed) and then end
+//! it with 128 + the signal's number, as a signal ends every other command (130, 143, 129).
 //!
 //! Events (a topic connected, bound, a contract refused, an imported topic refused for export,
 //! a failure retried, `--connect` endpoints that cannot be reached) go to standard error, one
@@ -7,9 +9,11 @@
 //! (messages, gaps, refusals, drops) go to standard output as one JSON line; a reader that goes
 //! away ends the bridge quietly.
 //!
-//! Endpoints, topics, options, keys and the prefix are checked before anything starts: a
-//! mistake is a usage error (exit code 2) in one line naming the flag, or the file's field (and
-//! both topics, as given, for a topic bridged twice or a loop).
+//! Endpoints, topics, options, keys, the prefix, `--stats`, the `--config` file and the topic
+//! directory (a relative `SHMCAST_DIR`) are checked before anything starts: a mistake is a
+//! usage error (exit code 2) in one line naming the flag, or the file's field (and both topics,
+//! as given, for a topic bridged twice or a loop). What goes wrong with one topic once it runs
+//! (its local topic in use, say) is said on standard error and retried; the others carry on.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -23,7 +27,7 @@ use shmcast_zenoh::{
 };
 
 use crate::Place;
-use crate::exit::Failure;
+use crate::exit::{self, Failure};
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = TOPIC_SPEC)]
@@ -80,7 +84,9 @@ Topic options (comma-separated after the topic name):
   max-message=BYTES     import: the local topic's largest message
   capacity=BYTES        import: the local ring's size, a power of two from 64 bytes to 1 TiB
 Each option at most once; reliable and lossy exclude each other, as do schema=, pod= and bytes.
-An import whose contract is not fully given adopts the first remote message's.
+An import whose contract is not fully given adopts the first remote message's. A local topic an
+import cannot bind (another publisher serves it) is said once and retried every second; the
+other topics carry on.
 
 Gaps in an import's remote sequence numbers (each exporting host's apart) are counted in its
 `gaps` and shown on this host by `shmcast stat TOPIC` as \"lost upstream\". An imported topic
@@ -95,10 +101,9 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
             "bridge: nothing to bridge: give --export, --import or --config with topics",
         ));
     }
-    let every = match args.stats {
-        s if s > 0.0 => Some(crate::exit::seconds("--stats", s)?),
-        _ => None,
-    };
+    // Checked as every flag of seconds is: NaN, a negative, an endless or a too large number
+    // is refused.
+    let every = Some(exit::seconds("--stats", args.stats)?).filter(|d| !d.is_zero());
     // Before any thread exists, so that Zenoh's threads do not take the signals.
     let signals = crate::signals::block().map_err(|e| Failure::other("bridge", e))?;
     let bridge = Bridge::builder(config)
@@ -106,6 +111,9 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
         .start()
         .map_err(|e| match e {
             BridgeError::Config(c) => Failure::usage(format!("bridge: {c}")),
+            // A relative SHMCAST_DIR is a wrong setting, as for every command; a directory
+            // others may enter is not.
+            BridgeError::Directory(e) => Failure::topic("bridge", &e),
             e => Failure::other("bridge", e),
         })?;
     let signal = signals
@@ -116,7 +124,11 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
         bridge.id()
     ));
     let mut next = Instant::now();
-    while signal.load(Ordering::Relaxed) == 0 {
+    let taken = loop {
+        let taken = signal.load(Ordering::Relaxed);
+        if taken != 0 {
+            break taken;
+        }
         if let Some(every) = every
             && Instant::now() >= next
         {
@@ -128,10 +140,11 @@ pub fn run(place: &Place, args: Args) -> Result<(), Failure> {
             next += every;
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
     // The final counters, once no message can move them.
     print_stats(bridge.stop())?;
-    Ok(())
+    // The bridge has stopped as cleanly as a normal end; the code says a signal ended it.
+    std::process::exit(128 + taken)
 }
 
 /// Prints one JSON line per topic; `false` once the reader has closed standard output (EPIPE,
@@ -160,8 +173,9 @@ fn configuration(place: &Place, args: &Args) -> Result<BridgeConfig, Failure> {
     let file = args.config.as_ref().map(|p| p.display().to_string());
     let mut config = match &args.config {
         Some(path) => {
+            // A file that cannot be read is a wrong flag, as a file that does not parse is.
             let text = std::fs::read_to_string(path)
-                .map_err(|e| Failure::other(&path.display().to_string(), e))?;
+                .map_err(|e| Failure::usage(format!("--config {}: {e}", path.display())))?;
             BridgeConfig::from_json(&text)
                 .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?
         }

@@ -3,6 +3,8 @@
 //! `shmcast list` on the importing host show the import and the gaps its bridge counted.
 
 mod common;
+#[path = "bridge/start.rs"]
+mod start;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -73,12 +75,13 @@ fn lines_published_on_one_host_are_echoed_on_the_other() {
     assert!(echoed.status.success(), "{echoed:?}");
     assert_eq!(String::from_utf8_lossy(&echoed.stdout), "one\ntwo\nthree\n");
 
-    // SIGTERM ends a bridge cleanly: its last counters, exit 0, its topic removed.
+    // SIGTERM ends a bridge cleanly: its last counters, its topic removed, and exit code 143
+    // (128 + 15), as for every command a signal ends.
     import.signal(libc::SIGTERM);
     export.signal(libc::SIGTERM);
     let (import, export) = (import.finish(), export.finish());
-    assert!(import.status.success(), "{import:?}");
-    assert!(export.status.success(), "{export:?}");
+    assert_eq!(code(&import), 143, "{import:?}");
+    assert_eq!(code(&export), 143, "{export:?}");
     let last = counters(&import).pop().expect("counters");
     assert_eq!(last["direction"], "import");
     assert_eq!(last["messages"], 3);
@@ -92,43 +95,6 @@ fn lines_published_on_one_host_are_echoed_on_the_other() {
     assert!(
         stderr.contains("import shmcast/ticks -> ticks: publishing"),
         "{stderr}"
-    );
-}
-
-#[test]
-fn configurations_that_could_loop_or_mean_nothing_are_usage_errors() {
-    let dir = scratch("bridge-usage");
-    let out = run(shmcast(
-        &dir,
-        &["bridge", "--export", "t", "--import", "t,key=other/t"],
-    ));
-    assert_eq!(code(&out), 2, "{out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("could loop") && err.contains("\"t\""), "{err}");
-    let out = run(shmcast(&dir, &["bridge"]));
-    assert_eq!(code(&out), 2);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to bridge"));
-    let out = run(shmcast(&dir, &["bridge", "--import", "t,flavour=x"]));
-    assert_eq!(code(&out), 2);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown option"));
-}
-
-/// A topic directory no topic may use (open to others) stops a bridge at start, in the words
-/// of every other command, before any Zenoh session opens.
-#[test]
-fn a_topic_directory_no_topic_may_use_stops_the_bridge_at_start() {
-    let dir = scratch("bridge-open-dir");
-    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let listen = format!("tcp/127.0.0.1:{}", free_port());
-    let out = run(shmcast(
-        &dir,
-        &["bridge", "--export", "t", "--listen", &listen],
-    ));
-    assert_eq!(code(&out), 1, "{out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("refusing topic directory") && err.contains("lets others in"),
-        "{err}"
     );
 }
 
@@ -227,7 +193,7 @@ fn stat_on_the_importing_host_shows_the_gaps_the_bridge_counted() {
     // The bridge's own count is the same.
     import.signal(libc::SIGTERM);
     let import = import.finish();
-    assert!(import.status.success(), "{import:?}");
+    assert_eq!(code(&import), 143, "{import:?}");
     let last = counters(&import).pop().expect("counters");
     assert_eq!(last["gaps"], 5, "{last}");
     assert_eq!(last["gap_events"], 1, "{last}");
@@ -290,336 +256,6 @@ fn a_reader_that_goes_away_ends_the_bridge_quietly_and_a_full_disk_fails_it() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-/// Runs `shmcast bridge ARGS` and checks that it failed with `want` in one clean line: the
-/// flag named, no Zenoh source location and no Debug dump.
-fn refused(dir: &Path, args: &[&str], exit: i32, want: &str) {
-    let mut all = vec!["bridge"];
-    all.extend_from_slice(args);
-    let out = run(shmcast(dir, &all));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(code(&out), exit, "{args:?}: {err}");
-    let lines: Vec<&str> = err.lines().filter(|l| !l.contains("running as")).collect();
-    assert_eq!(lines.len(), 1, "{args:?}: {err}");
-    assert!(lines[0].contains(want), "{args:?}: {err}");
-    for leak in [".rs:", "/.cargo/", "Json5Err", "Location", "Single("] {
-        assert!(!err.contains(leak), "{args:?} shows {leak:?}: {err}");
-    }
-}
-
-#[test]
-fn bad_endpoints_modes_and_keys_are_usage_errors_in_one_clean_line() {
-    let dir = scratch("bridge-endpoints");
-    for (args, want) in [
-        (
-            &["--export", "a", "--listen", "127.0.0.1:7450"][..],
-            "--listen 127.0.0.1:7450: not an endpoint",
-        ),
-        (
-            &["--export", "a", "--listen", "tcp/127.0.0.1:99999"],
-            "--listen tcp/127.0.0.1:99999: port \"99999\" is not a number from 1 to 65535",
-        ),
-        (
-            &["--export", "a", "--connect", "udp/127.0.0.1:7450"],
-            "--connect udp/127.0.0.1:7450: protocol \"udp\" is not supported",
-        ),
-        (
-            &["--export", "a", "--connect", "tcp/127.0.0.1"],
-            "--connect tcp/127.0.0.1: \"127.0.0.1\" has no port",
-        ),
-        (
-            &["--export", "a,key=/x"],
-            "--export a,key=/x: key \"/x\": not a Zenoh key expression",
-        ),
-        (&["--mode", "client", "--export", "a"], "--mode client:"),
-    ] {
-        refused(&dir, args, 2, want);
-    }
-    // The same endpoint check for a file.
-    let config = dir.join("c.json");
-    std::fs::write(
-        &config,
-        r#"{"listen": ["127.0.0.1:7450"], "topics": [{"topic": "a", "direction": "export"}]}"#,
-    )
-    .unwrap();
-    refused(
-        &dir,
-        &["--config", config.to_str().unwrap()],
-        2,
-        "c.json: listen: \"127.0.0.1:7450\": not an endpoint",
-    );
-    // A port in use is no usage error, but still one clean line.
-    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let endpoint = format!("tcp/{}", taken.local_addr().unwrap());
-    refused(
-        &dir,
-        &["--export", "a", "--listen", &endpoint],
-        1,
-        &format!("cannot listen on {endpoint}: Address already in use"),
-    );
-    // So is a client whose router does not answer.
-    let nobody = format!("tcp/127.0.0.1:{}", free_port());
-    refused(
-        &dir,
-        &["--mode", "client", "--connect", &nobody, "--export", "a"],
-        1,
-        &format!("no router can be reached at {nobody}"),
-    );
-}
-
-#[test]
-fn invalid_topics_capacities_and_prefixes_are_refused_at_start() {
-    let dir = scratch("bridge-specs");
-    for (args, want) in [
-        (
-            &["--export", "bad name"][..],
-            "--export bad name: topic: invalid topic name \"bad name\"",
-        ),
-        (&["--import", ".hidden"], "invalid topic name \".hidden\""),
-        (
-            &["--import", "a,capacity=1000"],
-            "--import a,capacity=1000: capacity: 1000 is not a power of two",
-        ),
-        (&["--import", "a,capacity=32"], "not a power of two from 64"),
-        (
-            &["--import", "a,capacity=1024,max-message=1000"],
-            "max-message: 1000 is not from 1 to 496",
-        ),
-        (
-            &["--prefix", "", "--export", "a"],
-            "--prefix \"\": must not be empty",
-        ),
-        (&["--prefix", "a*", "--export", "a"], "--prefix \"a*\""),
-    ] {
-        refused(&dir, args, 2, want);
-    }
-    // The same checks for a file.
-    let config = dir.join("c.json");
-    for (json, want) in [
-        (
-            r#"{"topics": [{"topic": "bad name", "direction": "export"}]}"#,
-            "topics[0].topic: invalid topic name",
-        ),
-        (
-            r#"{"topics": [{"topic": "a", "direction": "import", "capacity": 1000}]}"#,
-            "topics[0].capacity: 1000 is not a power of two",
-        ),
-        (
-            r#"{"prefix": "", "topics": [{"topic": "a", "direction": "export"}]}"#,
-            "prefix: must not be empty",
-        ),
-    ] {
-        std::fs::write(&config, json).unwrap();
-        refused(&dir, &["--config", config.to_str().unwrap()], 2, want);
-    }
-}
-
-#[test]
-fn contracts_no_publisher_may_declare_are_refused_at_start() {
-    let dir = scratch("bridge-contracts");
-    for (args, want) in [
-        (
-            &["--import", "ticks,pod=T:8:3,max-message=64"][..],
-            "--import ticks,pod=T:8:3,max-message=64: pod: pod alignment 3 is not a power of two",
-        ),
-        (
-            &["--import", "ticks,pod=T:8:3"],
-            "--import ticks,pod=T:8:3: pod: pod alignment 3",
-        ),
-        (
-            &["--import", "ticks,pod=T:0:1"],
-            "--import ticks,pod=T:0:1: pod: a Pod type of 0 bytes",
-        ),
-        (
-            &["--import", "ticks,schema=@1"],
-            "--import ticks,schema=@1: schema: contract name \"\" (0 bytes) is empty",
-        ),
-        (
-            &["--import", "ticks,pod=T:128:8,max-message=64"],
-            "pod: pod of 128 bytes is larger than the maximum message of 64 bytes",
-        ),
-    ] {
-        refused(&dir, args, 2, want);
-    }
-    let config = dir.join("c.json");
-    std::fs::write(
-        &config,
-        r#"{"topics": [{"topic": "a", "direction": "export"},
-                       {"topic": "b", "direction": "import", "pod": "T:8:3"}]}"#,
-    )
-    .unwrap();
-    refused(
-        &dir,
-        &["--config", config.to_str().unwrap()],
-        2,
-        "c.json: topics[1].pod: pod alignment 3",
-    );
-}
-
-#[test]
-fn option_values_that_would_be_ignored_are_refused() {
-    let dir = scratch("bridge-ignored");
-    for (args, want) in [
-        (
-            &["--export", "ticks,lossy=false"][..],
-            "--export ticks,lossy=false: lossy: takes no value",
-        ),
-        (
-            &["--export", "ticks,reliable,lossy"],
-            "lossy: reliable is given too, and a topic has one reliability",
-        ),
-        (
-            &["--import", "ticks,schema=a@1,pod=T:8:8"],
-            "pod: schema is given too, and a topic has one message type",
-        ),
-        (
-            &["--export", "ticks,"],
-            "--export ticks,: an empty option (a comma with nothing after it)",
-        ),
-    ] {
-        refused(&dir, args, 2, want);
-    }
-    let config = dir.join("c.json");
-    let c = config.to_str().unwrap();
-    for (json, want) in [
-        (
-            r#"{"topics": [{"topic": "a", "direction": "import", "bytes": false}]}"#,
-            "c.json: topics[0].bytes: false declares nothing",
-        ),
-        (
-            r#"{"topics": [{"topic": "a", "direction": "export"}],
-                "topics": [{"topic": "b", "direction": "export"}]}"#,
-            "c.json: topics: given twice",
-        ),
-    ] {
-        std::fs::write(&config, json).unwrap();
-        refused(&dir, &["--config", c], 2, want);
-    }
-}
-
-#[test]
-fn errors_name_the_files_fields_and_every_flag_involved() {
-    let dir = scratch("bridge-naming");
-    let config = dir.join("c.json");
-    let c = config.to_str().unwrap();
-    let export_a = r#"{"topic": "a", "direction": "export"}"#;
-    for (json, extra, want) in [
-        (
-            format!(r#"{{"mode": "client", "topics": [{export_a}]}}"#),
-            &[][..],
-            "c.json: mode: \"client\" joins Zenoh through a router: give the router's endpoint \
-             in connect",
-        ),
-        (
-            r#"{"topics": [{"topic": "a", "direction": "export", "schema": "s@1"}]}"#.into(),
-            &[],
-            "c.json: topics[0].schema: only an import declares",
-        ),
-        (
-            r#"{"topics": ["ticks"]}"#.into(),
-            &[],
-            "c.json: topics[0]: not an object",
-        ),
-        (
-            format!(r#"{{"topics": [{export_a}, {export_a}]}}"#),
-            &[],
-            "c.json: topics[0] and topics[1]: topic \"a\" is bridged twice",
-        ),
-        (
-            format!(r#"{{"topics": [{export_a}]}}"#),
-            &["--import", "a,key=x/a"],
-            "c.json topics[0] and --import a,key=x/a: refused, it could loop",
-        ),
-        (
-            format!(r#"{{"listen": ["tcp/127.0.0.1:7451"], "topics": [{export_a}]}}"#),
-            &["--listen", "tcp/127.0.0.1:7451"],
-            "--listen tcp/127.0.0.1:7451: already in",
-        ),
-    ] {
-        std::fs::write(&config, json).unwrap();
-        let mut args = vec!["--config", c];
-        args.extend_from_slice(extra);
-        refused(&dir, &args, 2, want);
-    }
-    for (args, exit, want) in [
-        (
-            &[
-                "--export",
-                "a",
-                "--import",
-                "b,key=k/b",
-                "--import",
-                "c,key=k/b",
-            ][..],
-            2,
-            "--import b,key=k/b and --import c,key=k/b: key k/b is bridged twice",
-        ),
-        (
-            &[
-                "--export",
-                "a",
-                "--listen",
-                "tcp/127.0.0.1:7451",
-                "--listen",
-                "tcp/127.0.0.1:7451",
-            ],
-            2,
-            "--listen tcp/127.0.0.1:7451: given twice",
-        ),
-        (
-            &["--export", "a,key=a/$*"],
-            2,
-            "key \"a/$*\": wildcards (*, **, $*) are refused",
-        ),
-        (
-            &["--export", "a", "--listen", "tcp/no-such-host.invalid:7451"],
-            1,
-            "cannot listen on tcp/no-such-host.invalid:7451: ",
-        ),
-    ] {
-        refused(&dir, args, exit, want);
-    }
-}
-
-#[test]
-fn a_misspelt_field_in_a_file_is_named_with_the_files_fields() {
-    let dir = scratch("bridge-typo");
-    let config = dir.join("c.json");
-    std::fs::write(
-        &config,
-        r#"{"topics":[{"topic":"a","direction":"export","reliabilty":"lossy"}]}"#,
-    )
-    .unwrap();
-    let c = config.to_str().unwrap();
-    refused(
-        &dir,
-        &["--config", c],
-        2,
-        "topics[0].reliabilty: unknown field",
-    );
-    let err = String::from_utf8_lossy(&run(shmcast(&dir, &["bridge", "--config", c])).stderr)
-        .into_owned();
-    assert!(err.contains("reliability, key, bytes, schema, pod, max_message, capacity"));
-    assert!(err.contains("did you mean \"reliability\"?"), "{err}");
-    assert!(
-        !err.contains("max-message=") && !err.contains("option"),
-        "{err}"
-    );
-    // A value of the wrong form is named by the file's field too.
-    std::fs::write(
-        &config,
-        r#"{"topics":[{"topic":"a","direction":"import","max_message":"lots"}]}"#,
-    )
-    .unwrap();
-    refused(
-        &dir,
-        &["--config", c],
-        2,
-        "topics[0].max_message: a number of bytes",
-    );
-    std::fs::write(&config, r#"{"conect": ["tcp/127.0.0.1:7447"]}"#).unwrap();
-    refused(&dir, &["--config", c], 2, "did you mean \"connect\"?");
-}
-
 #[test]
 fn an_unreachable_connect_endpoint_is_reported_once_per_outage() {
     let (a, b) = (scratch("bridge-reach-a"), scratch("bridge-reach-b"));
@@ -664,5 +300,88 @@ fn an_unreachable_connect_endpoint_is_reported_once_per_outage() {
     assert_eq!(count(&lines, "connected again"), 1);
     import.signal(libc::SIGTERM);
     let out = import.finish();
-    assert!(out.status.success(), "{out:?}");
+    assert_eq!(code(&out), 143, "{out:?}");
+}
+
+/// SIGINT, SIGTERM and SIGHUP stop a bridge as cleanly as ever (its last counters printed, its
+/// imported topic removed), then end it with 128 + the signal's number, as a signal ends every
+/// other command.
+#[test]
+fn a_signal_stops_the_bridge_cleanly_and_exits_with_128_plus_its_number() {
+    let dir = scratch("bridge-signals");
+    for (signal, wanted) in [
+        (libc::SIGINT, 130),
+        (libc::SIGTERM, 143),
+        (libc::SIGHUP, 129),
+    ] {
+        let mut bridge = Proc::spawn(shmcast(
+            &dir,
+            &["bridge", "--import", "t,bytes,max-message=64"],
+        ));
+        let lines = stderr_lines(&mut bridge);
+        wait_for("the bridge to run", WATCHDOG, || {
+            (count(&lines, "running as") == 1).then_some(())
+        });
+        assert!(dir.join("t").exists(), "the import's topic, bound at start");
+        bridge.signal(signal);
+        let out = bridge.finish();
+        assert_eq!(code(&out), wanted, "{signal}: {:?}", lines.lock().unwrap());
+        let last = counters(&out).pop().expect("the last counters");
+        assert_eq!(last["topic"], "t", "{last}");
+        assert!(
+            !dir.join("t").exists(),
+            "the topic is left behind after {signal}"
+        );
+    }
+}
+
+/// An import given its whole contract, whose local topic a publisher of the host's own serves,
+/// is retried as any import is: the bridge says so once, runs on (its other topics with it),
+/// and publishes the topic once it is free, about a second later, with no message to trigger
+/// it.
+#[test]
+fn an_import_whose_topic_is_in_use_is_retried_whatever_the_form_of_its_contract() {
+    let dir = scratch("bridge-in-use");
+    let publisher = Proc::spawn(shmcast(
+        &dir,
+        &["pub", "orders", "--rate", "10", "--size", "8"],
+    ));
+    stat_until(&dir, "orders", "the local publisher", |v| {
+        v["imported"] == false
+    });
+    let mut bridge = Proc::spawn(shmcast(
+        &dir,
+        &[
+            "bridge",
+            "--export",
+            "ticks",
+            "--import",
+            "orders,schema=app.Order@3,max-message=4096",
+        ],
+    ));
+    let lines = stderr_lines(&mut bridge);
+    let failed = "shmcast bridge: import shmcast/orders -> orders: cannot bind the local topic: \
+                  topic in use";
+    wait_for("the failure to bind, said", WATCHDOG, || {
+        (count(&lines, failed) == 1 && count(&lines, "running as") == 1).then_some(())
+    });
+    assert!(
+        bridge.0.try_wait().unwrap().is_none(),
+        "the bridge ended: {:?}",
+        lines.lock().unwrap()
+    );
+    publisher.signal(libc::SIGTERM);
+    assert_eq!(code(&publisher.finish()), 143);
+    let bound = r#"import shmcast/orders -> orders: publishing (schema "app.Order" version 3"#;
+    wait_for("the import's own topic", WATCHDOG, || {
+        (count(&lines, bound) == 1).then_some(())
+    });
+    let stat = stat_until(&dir, "orders", "the imported topic", |v| {
+        v["imported"] == true
+    });
+    assert_eq!(stat["contract"]["max_message"], 4096, "{stat}");
+    bridge.signal(libc::SIGTERM);
+    let out = bridge.finish();
+    assert_eq!(code(&out), 143, "{:?}", lines.lock().unwrap());
+    assert_eq!(count(&lines, failed), 1, "{:?}", lines.lock().unwrap());
 }

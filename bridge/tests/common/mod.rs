@@ -1,7 +1,7 @@
-//! What the bridge's tests share: two "hosts" on this machine (a private topic directory each),
-//! bridge processes (this test binary re-run in the `bridge` role) connected over Zenoh TCP
-//! on the loopback interface with scouting off, messages any side can rebuild and check, and
-//! waits bounded by a watchdog.
+//! What the bridge's tests share: two "hosts" on this machine (a private topic directory each,
+//! removed when the test ends), bridge processes (this test binary re-run in the `bridge`
+//! role) connected over Zenoh TCP on the loopback interface with scouting off, messages any
+//! side can rebuild and check, and waits bounded by a watchdog.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
@@ -26,8 +26,9 @@ pub fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A fresh private topic directory: one host.
-pub fn host(test: &str, name: &str) -> PathBuf {
+/// A fresh private topic directory: one host, removed with everything in it when the test
+/// ends.
+pub fn host(test: &str, name: &str) -> Host {
     let dir = std::env::temp_dir().join(format!(
         "shmcast-bridge-{}-{test}-{name}",
         std::process::id()
@@ -35,7 +36,44 @@ pub fn host(test: &str, name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(&dir, PermissionsExt::from_mode(0o700)).unwrap();
-    dir
+    Host(dir)
+}
+
+/// A host's topic directory, used as a path (`&a` where a `&Path` goes, and where a builder's
+/// `directory` takes one). Not `Clone`: a thread that needs the path takes `a.to_path_buf()`,
+/// so that one guard alone removes the tree. Declared before the bridges and publishers that
+/// use it, it drops after them: by then the processes are killed and reaped.
+#[derive(Debug)]
+pub struct Host(PathBuf);
+
+impl std::ops::Deref for Host {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Host {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+/// So that `&Host` converts into a `PathBuf` as `&Path` does (`PathBuf: From<&T>` for
+/// `T: AsRef<OsStr>`).
+impl AsRef<std::ffi::OsStr> for Host {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Host {
+    /// Removes the tree, sockets that killed processes left included; what cannot be removed
+    /// is left, as a test's cleanup must not fail the test.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// A TCP port of the loopback interface that was free a moment ago.
