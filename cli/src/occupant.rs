@@ -1,8 +1,8 @@
 //! What occupies a topic's path when no shmcast publisher can be reached there, said in the same
 //! words by `pub`, `echo`, `hz`, `stat` and `list`: a symbolic link and what it leads to (which
 //! connecting follows and binding does not), a file that is no socket, or a socket of another
-//! type (a stream or datagram socket, which the library reports as the system's bare
-//! `EPROTOTYPE`).
+//! type (a stream or datagram socket, which the library reports with the system's
+//! `EPROTOTYPE` as the source of its error).
 
 use std::fs::FileType;
 use std::io;
@@ -12,7 +12,14 @@ use std::path::Path;
 /// Whether `e`, from connecting to or binding a topic's socket, says the socket there is of
 /// another type.
 pub fn other_socket_type(e: &io::Error) -> bool {
-    e.raw_os_error() == Some(libc::EPROTOTYPE)
+    let cause = e
+        .get_ref()
+        .and_then(|inner| inner.source())
+        .and_then(|source| source.downcast_ref::<io::Error>());
+    [Some(e), cause]
+        .into_iter()
+        .flatten()
+        .any(|e| e.raw_os_error() == Some(libc::EPROTOTYPE))
 }
 
 /// `PATH is a socket of another type ..., not a shmcast topic socket`.

@@ -154,6 +154,10 @@ fn inspect(path: &Path) -> io::Result<Found> {
             Ok(Found::Stale((meta.dev(), meta.ino())))
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Found::Nothing),
+        // Another program's stream or datagram socket: not ours to replace.
+        Err(e) if e.raw_os_error() == Some(libc::EPROTOTYPE) => {
+            Err(crate::connect::not_ours(e, io::ErrorKind::AddrInUse))
+        }
         Err(e) => Err(e),
     }
 }

@@ -76,6 +76,13 @@ pub(crate) fn dial(
                     ),
                 });
             }
+            // A stream or datagram socket: another program's, never a publisher's.
+            Err(e) if e.raw_os_error() == Some(libc::EPROTOTYPE) => {
+                return Err(ConnectError::Socket {
+                    path: path.to_owned(),
+                    source: not_ours(e, io::ErrorKind::InvalidInput),
+                });
+            }
             Err(e)
                 if matches!(
                     e.kind(),
@@ -125,6 +132,30 @@ fn permission_denied(path: &Path, e: &io::Error) -> String {
         Ok(m) => format!("{e} (socket mode {:o})", m.mode() & 0o777),
         // Not even its owner and mode can be read: a directory on the way keeps us out.
         Err(_) => format!("{e}: a directory on the way to it is closed to this uid"),
+    }
+}
+
+/// A stream or datagram socket at a topic path (the system's `EPROTOTYPE`, kept as the
+/// source), as an error of `kind`.
+pub(crate) fn not_ours(e: io::Error, kind: io::ErrorKind) -> io::Error {
+    io::Error::new(kind, NotOurs(e))
+}
+
+/// Why a socket of another type is no topic socket; its source is the system's error.
+#[derive(Debug)]
+struct NotOurs(io::Error);
+
+impl std::fmt::Display for NotOurs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "it is a socket of another type (stream or datagram), not a shmcast topic socket",
+        )
+    }
+}
+
+impl std::error::Error for NotOurs {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
     }
 }
 

@@ -192,6 +192,12 @@ impl Inspector {
                 return Err(refused_connection(&path).unwrap_or_else(|| socket_error(e)));
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Err(InspectError::Timeout),
+            Err(e) if e.raw_os_error() == Some(libc::EPROTOTYPE) => {
+                return Err(socket_error(connect::not_ours(
+                    e,
+                    io::ErrorKind::InvalidInput,
+                )));
+            }
             Err(e) => return Err(socket_error(e)),
         };
         match connect::check_publisher(&sock, &path, &self.trust) {

@@ -257,6 +257,32 @@ fn binding_over_a_live_publisher_keeps_it() {
     fds.check();
 }
 
+/// Another program's stream or datagram socket at a topic path is kept, and every side says
+/// it is no topic socket, instead of the system's "wrong type" error.
+#[test]
+fn another_programs_socket_is_kept_and_named_by_every_side() {
+    let fds = FdGuard::new();
+    let dir = scratch("other-program");
+    let stream = dir.join("stream.sock");
+    let datagram = dir.join("datagram.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&stream).unwrap();
+    let _socket = std::os::unix::net::UnixDatagram::bind(&datagram).unwrap();
+    const NOT_OURS: &str =
+        "a socket of another type (stream or datagram), not a shmcast topic socket";
+    for path in [&stream, &datagram] {
+        let err = refused(path);
+        assert!(err.to_string().contains(NOT_OURS), "{err}");
+        let topic = path.to_str().unwrap();
+        let err = Subscriber::connect(topic).unwrap_err();
+        assert!(err.to_string().contains(NOT_OURS), "{err}");
+        let err = shmcast::inspect(topic, Duration::from_secs(5)).unwrap_err();
+        assert!(err.to_string().contains(NOT_OURS), "{err}");
+    }
+    drop((_listener, _socket));
+    std::fs::remove_dir_all(&dir).unwrap();
+    fds.check();
+}
+
 #[test]
 fn binding_over_a_killed_publishers_socket_replaces_it() {
     let fds = FdGuard::new();
