@@ -291,8 +291,8 @@ fn check_size(size: usize, capacity: u64, max_message: Option<u64>) -> Result<()
     if !capacity.is_power_of_two() || !(MIN_CAPACITY..=MAX_CAPACITY).contains(&capacity) {
         return Ok(());
     }
-    // The default the publisher takes: a quarter of the ring, within what the ring holds.
-    let max = max_message.unwrap_or((capacity / 4).min(RingConfig::payload_limit(capacity)));
+    // The default the publisher takes.
+    let max = max_message.unwrap_or(RingConfig::default_max_payload(capacity));
     let Ok(ring) = RingConfig::new(capacity, max) else {
         return Ok(());
     };

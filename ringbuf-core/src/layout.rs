@@ -271,6 +271,12 @@ impl RingConfig {
         })
     }
 
+    /// The `max_payload` a ring of `capacity` bytes gets when none is chosen: a quarter of the
+    /// ring, within [`payload_limit`](Self::payload_limit).
+    pub fn default_max_payload(capacity: u64) -> u64 {
+        (capacity / 4).min(Self::payload_limit(capacity))
+    }
+
     /// The largest `max_payload` a ring of `capacity` bytes accepts.
     pub fn payload_limit(capacity: u64) -> u64 {
         (capacity / 2)

@@ -127,7 +127,7 @@ impl Publisher {
         }
         let max = b
             .max_message
-            .unwrap_or((b.capacity / 4).min(RingConfig::payload_limit(b.capacity)));
+            .unwrap_or(RingConfig::default_max_payload(b.capacity));
         let cfg = RingConfig::new(b.capacity, max).map_err(BindError::Config)?;
         let contract =
             Contract::declare(b.message, cfg.max_payload()).map_err(BindError::Contract)?;
