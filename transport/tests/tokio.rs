@@ -644,3 +644,46 @@ fn a_loop_of_sends_that_never_waits_lets_other_tasks_run() {
     drop(rt);
     fds.check();
 }
+
+/// `recv_latest().await` skips to the newest message and counts what it passed over; with
+/// nothing new it awaits the next one, and a wait dropped on the way loses nothing.
+#[test]
+fn recv_latest_awaits_the_newest_message() {
+    let fds = guard();
+    let rt = current_thread();
+    let t = topic("latest");
+    rt.block_on(async {
+        let mut publisher = Publisher::builder(&t).capacity(1 << 16).bind().unwrap();
+        let mut sub = AsyncSubscriber::connect(&t).await.unwrap();
+        for i in 0..10u64 {
+            publisher.send(&i.to_le_bytes()).unwrap();
+        }
+        let latest = sub.recv_latest().await.unwrap();
+        assert_eq!(
+            (latest.seq(), latest.skipped(), &latest[..]),
+            (9, 9, &9u64.to_le_bytes()[..])
+        );
+        drop(latest);
+        let timed_out = tokio::time::timeout(Duration::from_millis(20), sub.recv_latest())
+            .await
+            .is_err();
+        assert!(timed_out, "nothing new to return");
+        let (latest, ()) = tokio::join!(sub.recv_latest(), async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            publisher.send(b"next").unwrap();
+        });
+        let latest = latest.unwrap();
+        assert_eq!(
+            (latest.seq(), latest.skipped(), &latest[..]),
+            (10, 0, &b"next"[..])
+        );
+        drop(latest);
+        drop(publisher);
+        assert!(matches!(
+            sub.recv_latest().await,
+            Err(RecvError::Disconnected)
+        ));
+    });
+    drop(rt);
+    fds.check();
+}

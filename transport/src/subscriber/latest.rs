@@ -96,7 +96,7 @@ impl Subscriber {
         let before = self.reader.next_seq();
         // Nothing new: the wait is announced (or what arrived meanwhile is taken, still the
         // newest and still never `Lagged`).
-        match self.try_next_with(Self::next_latest)? {
+        match self.try_next_latest()? {
             Some(got) => Ok(self.latest(got, before)),
             None => Err(RecvError::Empty),
         }
@@ -116,7 +116,19 @@ impl Subscriber {
         Ok(Latest { sample, skipped })
     }
 
-    fn latest(&mut self, got: Got, before: u64) -> Latest<'_> {
+    /// Where the next receive starts: what a latest read counts its skips from.
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.reader.next_seq()
+    }
+
+    /// What [`try_recv_latest`](Self::try_recv_latest) finds, not yet lent out (`None`:
+    /// `Empty`, with the wait announced).
+    pub(crate) fn try_next_latest(&mut self) -> Result<Option<Got>, RecvError> {
+        self.try_next_with(Self::next_latest)
+    }
+
+    /// The newest message `got`, counting what was skipped since `before`.
+    pub(crate) fn latest(&mut self, got: Got, before: u64) -> Latest<'_> {
         let sample = self.sample(got);
         let skipped = sample.seq().saturating_sub(before);
         Latest { sample, skipped }

@@ -13,7 +13,7 @@ use crate::connect;
 use crate::contract::Contract;
 use crate::deadline;
 use crate::error::{ConnectError, RecvError};
-use crate::subscriber::{Got, Sample, Subscriber, SubscriberBuilder, SubscriberStats};
+use crate::subscriber::{Got, Latest, Sample, Subscriber, SubscriberBuilder, SubscriberStats};
 
 /// Longest pause between two attempts to find a publisher (as the blocking connect).
 const MAX_BACKOFF: Duration = Duration::from_millis(50);
@@ -107,6 +107,39 @@ impl AsyncSubscriber {
             Err(_) => return Err(RecvError::Timeout),
         };
         Ok(self.fd.get_mut().sample(got))
+    }
+
+    /// Receives the newest message, awaiting one this subscriber has not received; every older
+    /// message not yet received is skipped and counted ([`Latest::skipped`]), as
+    /// [`Subscriber::recv_latest`] does: for tasks that want the current value, not the history.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut camera = shmcast::tokio::AsyncSubscriber::builder("camera")
+    ///     .lossy()
+    ///     .connect_async()
+    ///     .await?;
+    /// let frame = camera.recv_latest().await?;
+    /// println!("frame {} ({} older ones skipped)", frame.seq(), frame.skipped());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a message is taken only in the poll that returns it, so a dropped future
+    /// loses nothing that the next latest receive would return.
+    pub async fn recv_latest(&mut self) -> Result<Latest<'_>, RecvError> {
+        let before = self.fd.get_ref().next_seq();
+        let got = loop {
+            let mut ready = self.fd.readable_mut().await.map_err(RecvError::Io)?;
+            match ready.get_inner_mut().try_next_latest()? {
+                Some(got) => break got,
+                // `Empty`: parked with its own signal, as for `recv`.
+                None => ready.clear_ready(),
+            }
+        };
+        Ok(self.fd.get_mut().latest(got, before))
     }
 
     /// Receives the next message if one is ready, without waiting ([`Subscriber::try_recv`]).
