@@ -154,6 +154,39 @@ fn quick_run_covers_every_scenario() {
         "no tokio target lines in:\n{stdout}"
     );
 
+    // The bridge's paths, its halves measured for latency only, and what each end costs.
+    let bridge = find("bridge");
+    for name in [
+        "shmcast-zenoh-bridge",
+        "zenoh",
+        "zenoh-channel",
+        "export half",
+        "import half",
+    ] {
+        let r = bridge["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["transport"] == name)
+            .unwrap_or_else(|| panic!("no bridge result for {name}"));
+        assert!(
+            r["p50_us"]["median"].as_f64().is_some_and(|v| v > 0.0),
+            "{name}: p50"
+        );
+        let half = name.ends_with("half");
+        assert_eq!(r["msgs_per_s"].is_null(), half, "{name}: msgs/s");
+    }
+    for key in [
+        "p50_bridge_over_zenoh",
+        "p50_export_end_us",
+        "p50_import_end_us",
+    ] {
+        assert!(
+            bridge["ratios"][key]["median"].as_f64().is_some(),
+            "bridge: {key}"
+        );
+    }
+
     let throughput = find("throughput")["results"].as_array().unwrap();
     for name in ["memcpy", "unix-stream", "shmcast-gating", "shmcast-lossy"] {
         let r = throughput

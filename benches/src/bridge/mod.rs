@@ -9,7 +9,14 @@
 //! path, `zenoh-channel`, receives as Zenoh's own examples do, through the subscriber's default
 //! channel in the program's thread, which costs one local hop more; its ratio is reported
 //! beside, for programs written that way.
-//! Every process of both paths is a child of its own; the bridges run `shmcast_zenoh::Bridge`.
+//!
+//! The two halves of the bridge path are measured as well, latency only, to show what each end
+//! of the bridge adds to plain Zenoh: the *export half* (A → exporter → Zenoh TCP → a plain
+//! subscriber reading the exporter's puts in its callback) and the *import half* (a plain
+//! publisher of the bridge's wire format → Zenoh TCP → importer → B). Each is plain Zenoh plus
+//! one local hop; their p50 over zenoh's, paired by repetition, is that end's cost.
+//!
+//! Every process of every path is a child of its own; the bridges run `shmcast_zenoh::Bridge`.
 
 mod roles;
 
@@ -18,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use roles::{Format, MAX_MESSAGE, TOPIC};
 pub use roles::{ROLE, SIZE, child};
 
 use crate::error::{Result, sys};
@@ -29,7 +37,7 @@ use crate::stats::Summary;
 use crate::table::Table;
 use roles::Pace;
 
-/// The three paths.
+/// The paths.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Path {
     Bridge,
@@ -37,17 +45,35 @@ enum Path {
     Zenoh,
     /// Plain Zenoh, the subscriber reading from its default channel in its own thread.
     ZenohChannel,
+    /// A → exporter → Zenoh → a plain subscriber (callback) of the exporter's puts.
+    ExportHalf,
+    /// A plain publisher standing in for a remote exporter → Zenoh → importer → B.
+    ImportHalf,
 }
 
 impl Path {
-    const ALL: [Path; 3] = [Path::Bridge, Path::Zenoh, Path::ZenohChannel];
+    const ALL: [Path; 5] = [
+        Path::Bridge,
+        Path::Zenoh,
+        Path::ZenohChannel,
+        Path::ExportHalf,
+        Path::ImportHalf,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Path::Bridge => "shmcast-zenoh-bridge",
             Path::Zenoh => "zenoh",
             Path::ZenohChannel => "zenoh-channel",
+            Path::ExportHalf => "export half",
+            Path::ImportHalf => "import half",
         }
+    }
+
+    /// Whether its messages/s are measured: a half's rate would be its plain side's (the
+    /// stand-in exporter puts one message at a time, the real one batches), so not.
+    fn rated(self) -> bool {
+        !matches!(self, Path::ExportHalf | Path::ImportHalf)
     }
 }
 
@@ -61,15 +87,17 @@ pub fn run(o: &Options) -> Result<Section> {
     });
     let interval = Duration::from_micros(500);
     let latency = Pace::Latency(o.messages, interval);
-    let mut rates: [Vec<f64>; 3] = Default::default();
-    let mut p50: [Vec<f64>; 3] = Default::default();
-    let mut p99: [Vec<f64>; 3] = Default::default();
+    let mut rates: [Vec<f64>; 5] = Default::default();
+    let mut p50: [Vec<f64>; 5] = Default::default();
+    let mut p99: [Vec<f64>; 5] = Default::default();
     for rep in 0..o.reps {
         for path in rotated(&Path::ALL, rep) {
             let k = path as usize;
-            progress.say(&format!("{} rate, repetition {}", path.name(), rep + 1));
-            let r = trial(path, rate, false)?;
-            rates[k].push(r.get::<f64>("count")? / (r.get::<f64>("ns")? / 1e9));
+            if path.rated() {
+                progress.say(&format!("{} rate, repetition {}", path.name(), rep + 1));
+                let r = trial(path, rate, false)?;
+                rates[k].push(r.get::<f64>("count")? / (r.get::<f64>("ns")? / 1e9));
+            }
             progress.say(&format!("{} latency, repetition {}", path.name(), rep + 1));
             let r = trial(path, latency, true)?;
             p50[k].push(r.get("p50_us")?);
@@ -90,12 +118,26 @@ pub fn run(o: &Options) -> Result<Section> {
         Summary::ratio(&p50[b], &p50[c]),
         Summary::ratio(&p99[b], &p99[c]),
     ];
+    // What each end of the bridge adds to plain Zenoh's p50, per repetition.
+    let excess = |half: Path| {
+        let d: Vec<f64> = p50[half as usize]
+            .iter()
+            .zip(&p50[z])
+            .map(|(h, z)| h - z)
+            .collect();
+        Summary::of(&d)
+    };
+    let (export_end, import_end) = (excess(Path::ExportHalf), excess(Path::ImportHalf));
     let mut table = Table::new(&["path", "Mmsg/s", "p50 µs", "p99 µs"]);
     for path in Path::ALL {
         let k = path as usize;
         table.row(vec![
             path.name().into(),
-            Summary::of(&rates[k]).show(millions(1.0), 3),
+            if path.rated() {
+                Summary::of(&rates[k]).show(millions(1.0), 3)
+            } else {
+                "-".into()
+            },
             Summary::of(&p50[k]).show(1.0, 1),
             Summary::of(&p99[k]).show(1.0, 1),
         ]);
@@ -118,12 +160,16 @@ pub fn run(o: &Options) -> Result<Section> {
          Zenoh between two processes\n{}ratios are bridge / zenoh (throughput: zenoh / bridge), \
          median (min..max) over {} repetitions; target 1.5 against zenoh (its subscriber reads \
          in Zenoh's callback): throughput {}, p50 {}, p99 {}; zenoh-channel reads from the \
-         subscriber's default channel in its own thread, as Zenoh's examples do\n",
+         subscriber's default channel in its own thread, as Zenoh's examples do\n\
+         what each end adds to zenoh's p50 (its half's p50 minus zenoh's, per repetition, µs): \
+         export {}, import {}; each half is plain Zenoh plus one local hop\n",
         table.render(),
         o.reps,
         within(&rate_ratio),
         within(&p50_ratio),
         within(&p99_ratio),
+        export_end.show(1.0, 1),
+        import_end.show(1.0, 1),
     );
     let results = Path::ALL
         .iter()
@@ -131,7 +177,11 @@ pub fn run(o: &Options) -> Result<Section> {
             let k = path as usize;
             json!({
                 "transport": path.name(),
-                "msgs_per_s": Summary::of(&rates[k]).json(1.0),
+                "msgs_per_s": if path.rated() {
+                    Summary::of(&rates[k]).json(1.0)
+                } else {
+                    serde_json::Value::Null
+                },
                 "p50_us": Summary::of(&p50[k]).json(1.0),
                 "p99_us": Summary::of(&p99[k]).json(1.0),
             })
@@ -155,6 +205,8 @@ pub fn run(o: &Options) -> Result<Section> {
             "throughput_zenoh_channel_over_bridge": channel_rate.json(1.0),
             "p50_bridge_over_zenoh_channel": channel_p50.json(1.0),
             "p99_bridge_over_zenoh_channel": channel_p99.json(1.0),
+            "p50_export_end_us": export_end.json(1.0),
+            "p50_import_end_us": import_end.json(1.0),
         },
     });
     Ok(Section {
@@ -205,65 +257,79 @@ fn spec(name: &str, args: Vec<String>) -> Spec {
     }
 }
 
-/// One trial of `path`: starts its processes, waits for the subscriber's result.
+/// One trial of `path`: starts its processes, each ready before the next (subscribers first),
+/// and waits for the subscriber's result.
 fn trial(path: Path, pace: Pace, latency: bool) -> Result<Report> {
     let port = free_port()?;
     let endpoint = format!("tcp/127.0.0.1:{port}");
     let mode = if latency { "latency" } else { "rate" };
+    let node =
+        |name: &str, config: serde_json::Value| spec(name, vec!["node".into(), config.to_string()]);
+    let importer = |b: &Host| {
+        node(
+            "importer",
+            json!({"directory": b.path(), "listen": [endpoint],
+                "topics": [{"topic": TOPIC, "direction": "import", "bytes": true,
+                            "max_message": MAX_MESSAGE}]}),
+        )
+    };
+    let exporter = |a: &Host| {
+        node(
+            "exporter",
+            json!({"directory": a.path(), "connect": [endpoint],
+                "topics": [{"topic": TOPIC, "direction": "export"}]}),
+        )
+    };
+    let shm_sub = |b: &Host| {
+        let args = vec!["shm-sub".into(), b.path(), TOPIC.into(), mode.into()];
+        spec("subscriber on B", args)
+    };
+    let shm_pub = |a: &Host| {
+        let mut args = vec!["shm-pub".into(), a.path(), TOPIC.into()];
+        args.extend(pace.args());
+        spec("publisher on A", args)
+    };
+    let z_sub = |reader: &str| {
+        let args = vec!["z-sub".into(), endpoint.clone(), mode.into(), reader.into()];
+        spec("zenoh subscriber", args)
+    };
+    let z_pub = |format: Format| {
+        let mut args = vec!["z-pub".into(), endpoint.clone(), format.arg().into()];
+        args.extend(pace.args());
+        spec("zenoh publisher", args)
+    };
+    let (a, b) = (Host::new("bridge-a")?, Host::new("bridge-b")?);
+    // In start order; the one that reports the result is marked.
+    let parts = match path {
+        Path::Bridge => vec![
+            (importer(&b), false),
+            (shm_sub(&b), true),
+            (exporter(&a), false),
+            (shm_pub(&a), false),
+        ],
+        Path::Zenoh => vec![(z_sub("callback"), true), (z_pub(Format::Plain), false)],
+        Path::ZenohChannel => vec![(z_sub("channel"), true), (z_pub(Format::Plain), false)],
+        Path::ExportHalf => vec![
+            (z_sub("wire"), true),
+            (exporter(&a), false),
+            (shm_pub(&a), false),
+        ],
+        Path::ImportHalf => vec![
+            (importer(&b), false),
+            (shm_sub(&b), true),
+            (z_pub(Format::Wire), false),
+        ],
+    };
     let mut fleet = Fleet::new();
-    let start = |fleet: &mut Fleet, s: Spec| -> Result<usize> {
+    let mut sub = None;
+    for (s, reports) in parts {
         let i = fleet.spawn(s)?;
         fleet.expect(i, "ready", Instant::now() + STARTUP)?;
-        Ok(i)
-    };
-    let (_hosts, sub) = match path {
-        Path::Bridge => {
-            let (a, b) = (Host::new("bridge-a")?, Host::new("bridge-b")?);
-            let topic = "bench";
-            let importer = json!({"directory": b.path(), "listen": [endpoint],
-                "topics": [{"topic": topic, "direction": "import", "bytes": true,
-                            "max_message": 4096}]});
-            start(
-                &mut fleet,
-                spec("importer", vec!["node".into(), importer.to_string()]),
-            )?;
-            let sub = start(
-                &mut fleet,
-                spec(
-                    "subscriber on B",
-                    vec!["shm-sub".into(), b.path(), topic.into(), mode.into()],
-                ),
-            )?;
-            let exporter = json!({"directory": a.path(), "connect": [endpoint],
-                "topics": [{"topic": topic, "direction": "export"}]});
-            start(
-                &mut fleet,
-                spec("exporter", vec!["node".into(), exporter.to_string()]),
-            )?;
-            let mut args = vec!["shm-pub".into(), a.path(), topic.into()];
-            args.extend(pace.args());
-            start(&mut fleet, spec("publisher on A", args))?;
-            (Some((a, b)), sub)
+        if reports {
+            sub = Some(i);
         }
-        Path::Zenoh | Path::ZenohChannel => {
-            let reader = if path == Path::Zenoh {
-                "callback"
-            } else {
-                "channel"
-            };
-            let sub = start(
-                &mut fleet,
-                spec(
-                    "zenoh subscriber",
-                    vec!["z-sub".into(), endpoint.clone(), mode.into(), reader.into()],
-                ),
-            )?;
-            let mut args = vec!["z-pub".into(), endpoint.clone()];
-            args.extend(pace.args());
-            start(&mut fleet, spec("zenoh publisher", args))?;
-            (None, sub)
-        }
-    };
+    }
+    let sub = sub.expect("every path has a subscriber");
     let span = match pace {
         Pace::Rate(d) => d,
         Pace::Latency(n, i) => i * n as u32,

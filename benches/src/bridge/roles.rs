@@ -1,6 +1,7 @@
 //! The child processes of the `bridge` scenario: a shmcast publisher and subscriber, a bridge
 //! node (`shmcast_zenoh::Bridge`), and a plain Zenoh publisher and subscriber doing the same
-//! work.
+//! work. For the halves of the bridge path, the plain Zenoh publisher can stand in for a remote
+//! exporter, and the plain subscriber can read an exporter's puts ([`Format::Wire`]).
 //!
 //! Every message is [`SIZE`] bytes: its number (`END` for the last), the sender's
 //! `CLOCK_MONOTONIC` time in ns, then filler. A publisher sends flat out for a duration
@@ -11,7 +12,8 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use shmcast::{Publisher, Start, Subscriber};
+use shmcast::{MessageType, Publisher, Start, Subscriber};
+use shmcast_zenoh::wire;
 use zenoh::Wait;
 use zenoh::qos::CongestionControl;
 
@@ -27,6 +29,12 @@ pub const ROLE: &str = "bridge";
 pub const SIZE: usize = 64;
 /// The number of the last message.
 const END: u64 = u64::MAX;
+/// The topic of the bridge path on both hosts.
+pub const TOPIC: &str = "bench";
+/// The Zenoh key an exporter of [`TOPIC`] puts on, and its importer reads (the default).
+const BRIDGE_KEY: &str = "shmcast/bench";
+/// The largest message of [`TOPIC`]: the importer's configured contract says the same.
+pub const MAX_MESSAGE: usize = 4096;
 
 fn fill(buf: &mut [u8], n: u64) {
     buf[..8].copy_from_slice(&n.to_le_bytes());
@@ -55,6 +63,58 @@ fn shm(what: &'static str) -> impl FnOnce(&dyn std::fmt::Display) -> BenchError 
     move |e| BenchError::Transport {
         what: what.into(),
         err: e.to_string(),
+    }
+}
+
+/// How the plain Zenoh processes frame a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// The message alone, on the plain path's key.
+    Plain,
+    /// The bridge's wire format ([`wire`]) on the bridge's key: a publisher that stands in for
+    /// a remote exporter, or a subscriber that reads what an exporter puts.
+    Wire,
+}
+
+impl Format {
+    /// As a child argument.
+    pub fn arg(self) -> &'static str {
+        match self {
+            Format::Plain => "plain",
+            Format::Wire => "wire",
+        }
+    }
+
+    fn parse(arg: &str) -> Result<Format> {
+        match arg {
+            "plain" => Ok(Format::Plain),
+            "wire" => Ok(Format::Wire),
+            f => Err(BenchError::Usage(format!("unknown message format {f:?}"))),
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            Format::Plain => KEY,
+            Format::Wire => BRIDGE_KEY,
+        }
+    }
+
+    /// The messages one Zenoh payload carries: itself, or an exporter's message or batch.
+    fn messages(self, bytes: &[u8]) -> Result<Vec<&[u8]>> {
+        let bad = |e: wire::WireError| BenchError::Check(format!("an exporter's put: {e}"));
+        match self {
+            Format::Plain => Ok(vec![bytes]),
+            Format::Wire => {
+                let h = wire::decode(bytes).map_err(bad)?;
+                let body = &bytes[h.len..];
+                if h.batch {
+                    wire::records(body).map(|r| r.map_err(bad)).collect()
+                } else {
+                    Ok(vec![body])
+                }
+            }
+        }
     }
 }
 
@@ -188,9 +248,10 @@ pub fn child(args: &[String]) -> Result<()> {
         "node" => node(&arg(0)?),
         "shm-pub" => shm_pub(&arg(0)?, &arg(1)?, Pace::parse(&rest[2..])?),
         "shm-sub" => shm_sub(&arg(0)?, &arg(1)?, arg(2)? == "latency"),
-        "z-pub" => z_pub(&arg(0)?, Pace::parse(&rest[1..])?),
+        "z-pub" => z_pub(&arg(0)?, Format::parse(&arg(1)?)?, Pace::parse(&rest[2..])?),
         "z-sub" => match arg(2)?.as_str() {
-            "callback" => z_sub(&arg(0)?, arg(1)? == "latency"),
+            "callback" => z_sub(&arg(0)?, arg(1)? == "latency", Format::Plain),
+            "wire" => z_sub(&arg(0)?, arg(1)? == "latency", Format::Wire),
             "channel" => z_sub_channel(&arg(0)?, arg(1)? == "latency"),
             r => Err(BenchError::Usage(format!("unknown zenoh reader {r:?}"))),
         },
@@ -213,7 +274,7 @@ fn node(config: &str) -> Result<()> {
 fn shm_pub(dir: &str, topic: &str, pace: Pace) -> Result<()> {
     let mut publisher = Publisher::builder(topic)
         .directory(dir)
-        .max_message(4096)
+        .max_message(MAX_MESSAGE as u64)
         .bind()
         .map_err(|e| shm("shmcast")(&e))?;
     // The exporter subscribes once the importer's Zenoh subscriber matches: the path is up.
@@ -275,10 +336,30 @@ fn session(endpoint: &str, listen: bool) -> Result<zenoh::Session> {
 /// The key of the plain Zenoh path.
 const KEY: &str = "bench/plain";
 
-fn z_pub(endpoint: &str, pace: Pace) -> Result<()> {
+/// A plain Zenoh publisher; with [`Format::Wire`], one that stands in for a remote exporter of
+/// [`TOPIC`] (one message per put, numbered from 0).
+fn z_pub(endpoint: &str, format: Format, pace: Pace) -> Result<()> {
     let session = session(endpoint, false)?;
+    let encoder = match format {
+        Format::Plain => None,
+        Format::Wire => {
+            let sender = wire::Sender {
+                origin: u64::from(std::process::id()) | 1 << 40,
+                source: 1,
+                epoch: 0,
+            };
+            let contract = wire::WireContract {
+                message: MessageType::Bytes,
+                max_message: MAX_MESSAGE,
+            };
+            let e = wire::Encoder::new(sender, &contract)
+                .ok_or_else(|| BenchError::Check("the bench's contract cannot travel".into()))?;
+            Some(e)
+        }
+    };
+    let mut seq = 0u64;
     let publisher = session
-        .declare_publisher(KEY)
+        .declare_publisher(format.key())
         .congestion_control(CongestionControl::Block)
         .express(false)
         .wait()
@@ -296,21 +377,38 @@ fn z_pub(endpoint: &str, pace: Pace) -> Result<()> {
         std::thread::sleep(Duration::from_millis(5));
     }
     say("ready")?;
-    pace.run(|buf| publisher.put(buf.to_vec()).wait().map_err(zerr("putting")))?;
+    pace.run(|buf| {
+        let payload = match &encoder {
+            Some(e) => e.encode(seq, buf),
+            None => buf.to_vec(),
+        };
+        seq += 1;
+        publisher.put(payload).wait().map_err(zerr("putting"))
+    })?;
     std::thread::sleep(Duration::from_secs(1));
     Ok(())
 }
 
-fn z_sub(endpoint: &str, latency: bool) -> Result<()> {
+/// A plain Zenoh subscriber reading in Zenoh's callback; with [`Format::Wire`], what an
+/// exporter of [`TOPIC`] puts.
+fn z_sub(endpoint: &str, latency: bool, format: Format) -> Result<()> {
     let session = session(endpoint, true)?;
     let (tx, rx) = mpsc::channel();
     let mut tally = Some(Tally::new(latency));
     let _sub = session
-        .declare_subscriber(KEY)
+        .declare_subscriber(format.key())
         .callback_mut(move |sample| {
             let Some(t) = tally.as_mut() else { return };
             let bytes = sample.payload().to_bytes();
-            match t.take(&bytes) {
+            let ended = format.messages(&bytes).and_then(|messages| {
+                for m in messages {
+                    if t.take(m)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            });
+            match ended {
                 Ok(false) => {}
                 Ok(true) => {
                     let _ = tx.send(tally.take().map(Ok));
