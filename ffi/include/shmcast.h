@@ -220,7 +220,9 @@ typedef enum shmcast_error {
      */
     SHMCAST_ENOPUBLISHER = -10,
     /**
-     * The publisher refused the subscriber (admission policy, version, overload).
+     * The publisher refused the subscriber (admission policy, version, overload), or its
+     * socket's file mode keeps this uid out, or the subscriber does not trust the uid serving
+     * the socket (`publisher_admission`).
      */
     SHMCAST_EREFUSED = -11,
     /**
@@ -268,7 +270,9 @@ typedef enum shmcast_error {
     /**
      * Something a publisher may not replace occupies the topic's socket path: a file, a FIFO,
      * a directory, a symbolic link, or a socket of another user (the detail says which). It
-     * was left as it was; only a stale socket of our own is ever replaced.
+     * was left as it was; only a stale socket of our own is ever replaced. From
+     * `shmcast_subscriber_connect`: what is at the path is no topic socket (a file, or another
+     * program's stream or datagram socket).
      */
     SHMCAST_EEXIST = -21,
 } shmcast_error;
@@ -313,7 +317,8 @@ typedef struct shmcast_publisher_options {
     uint64_t max_message;
     /**
      * With `SHMCAST_ADMIT_UIDS`: the uids admitted besides the publisher's own. Read during
-     * `shmcast_publisher_create` only. May be `NULL` when `admit_uid_count` is 0.
+     * `shmcast_publisher_create` only. May be `NULL` when `admit_uid_count` is 0. A non-zero
+     * `admit_uid_count` with any other `admission` is `SHMCAST_EINVAL`.
      */
     const uint32_t *admit_uids;
     /**
@@ -379,7 +384,9 @@ typedef struct shmcast_publisher_options {
      * `$XDG_RUNTIME_DIR/shmcast/` or `/tmp/shmcast-<uid>/`: made with mode 0700 if missing
      * (its parent must exist); an existing one must be ours and closed to group and others
      * (`SHMCAST_ETOPIC` otherwise). Subscribers must look in the same directory. Ignored for a
-     * topic that is a socket path. Default `NULL`: the default directory. Read during
+     * topic that is a socket path. A relative directory (or socket path) is taken from the
+     * working directory during `shmcast_publisher_create` and kept absolute, so the socket is
+     * removed there even after a `chdir`. Default `NULL`: the default directory. Read during
      * `shmcast_publisher_create` only.
      */
     const char *directory;
@@ -465,7 +472,8 @@ typedef struct shmcast_subscriber_options {
      */
     int32_t publisher_admission;
     /**
-     * With `SHMCAST_ADMIT_UIDS`: the publisher uid trusted besides our own.
+     * With `SHMCAST_ADMIT_UIDS`: the publisher uid trusted besides our own. A non-zero value
+     * with any other `publisher_admission` is `SHMCAST_EINVAL`.
      */
     uint32_t publisher_uid;
     /**
@@ -502,8 +510,9 @@ typedef struct shmcast_subscriber_options {
      * The directory to look for a topic name's socket in (the publisher's), instead of
      * `$SHMCAST_DIR`, `$XDG_RUNTIME_DIR/shmcast/` or `/tmp/shmcast-<uid>/`. An existing one
      * must be ours and closed to group and others (`SHMCAST_ETOPIC` otherwise). Ignored for a
-     * topic that is a socket path. Default `NULL`: the default directory. Read during
-     * `shmcast_subscriber_connect` only.
+     * topic that is a socket path. A relative directory (or socket path) is taken from the
+     * working directory during `shmcast_subscriber_connect`. Default `NULL`: the default
+     * directory. Read during `shmcast_subscriber_connect` only.
      */
     const char *directory;
     /**
@@ -1293,7 +1302,9 @@ int shmcast_subscriber_recv_copy(struct shmcast_subscriber *sub,
  * (`EPOLLET`), until `SHMCAST_EAGAIN`, as for every descriptor: an edge is not repeated while
  * messages wait. Readiness may be spurious (a receive then
  * returns `SHMCAST_EAGAIN`). Do not read, write or close it; it closes with
- * `shmcast_subscriber_destroy`. Never blocks; callable while a sample is held.
+ * `shmcast_subscriber_destroy`. Never blocks; callable while a sample is held. While a sample
+ * is held it stays readable, since a receive would return `SHMCAST_EBUSY`: release the sample
+ * before waiting on it, or a `poll()` loop spins.
  *
  * Threads: callable from any thread, but not concurrently with another call on the same
  * handle.

@@ -53,7 +53,9 @@ pub enum shmcast_error {
     /// path looked for and why that directory (the `directory` option, `SHMCAST_DIR`,
     /// `XDG_RUNTIME_DIR` or the default).
     SHMCAST_ENOPUBLISHER = -10,
-    /// The publisher refused the subscriber (admission policy, version, overload).
+    /// The publisher refused the subscriber (admission policy, version, overload), or its
+    /// socket's file mode keeps this uid out, or the subscriber does not trust the uid serving
+    /// the socket (`publisher_admission`).
     SHMCAST_EREFUSED = -11,
     /// The publisher's handshake or shared memory broke the protocol.
     SHMCAST_EPROTOCOL = -12,
@@ -81,7 +83,9 @@ pub enum shmcast_error {
     SHMCAST_ECONTRACT = -20,
     /// Something a publisher may not replace occupies the topic's socket path: a file, a FIFO,
     /// a directory, a symbolic link, or a socket of another user (the detail says which). It
-    /// was left as it was; only a stale socket of our own is ever replaced.
+    /// was left as it was; only a stale socket of our own is ever replaced. From
+    /// `shmcast_subscriber_connect`: what is at the path is no topic socket (a file, or another
+    /// program's stream or datagram socket).
     SHMCAST_EEXIST = -21,
 }
 
@@ -190,6 +194,19 @@ impl From<ConnectError> for Failure {
         let code = match &e {
             ConnectError::Topic(_) => SHMCAST_ETOPIC,
             ConnectError::NoPublisher { .. } => SHMCAST_ENOPUBLISHER,
+            // Something other than a topic socket at the path (a file, another program's
+            // socket): named in the detail, as the publisher's `SHMCAST_EEXIST` is.
+            ConnectError::Socket { source, .. }
+                if source.kind() == std::io::ErrorKind::InvalidInput =>
+            {
+                SHMCAST_EEXIST
+            }
+            // The socket's file mode keeps this uid out: the publisher does not admit it.
+            ConnectError::Socket { source, .. }
+                if source.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                SHMCAST_EREFUSED
+            }
             ConnectError::Socket { .. } => SHMCAST_EIO,
             ConnectError::Refused { .. } | ConnectError::UntrustedPublisher { .. } => {
                 SHMCAST_EREFUSED

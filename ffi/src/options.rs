@@ -76,7 +76,8 @@ pub struct shmcast_publisher_options {
     /// the capacity.
     pub max_message: u64,
     /// With `SHMCAST_ADMIT_UIDS`: the uids admitted besides the publisher's own. Read during
-    /// `shmcast_publisher_create` only. May be `NULL` when `admit_uid_count` is 0.
+    /// `shmcast_publisher_create` only. May be `NULL` when `admit_uid_count` is 0. A non-zero
+    /// `admit_uid_count` with any other `admission` is `SHMCAST_EINVAL`.
     pub admit_uids: *const u32,
     /// Number of entries in `admit_uids`.
     pub admit_uid_count: usize,
@@ -120,7 +121,9 @@ pub struct shmcast_publisher_options {
     /// `$XDG_RUNTIME_DIR/shmcast/` or `/tmp/shmcast-<uid>/`: made with mode 0700 if missing
     /// (its parent must exist); an existing one must be ours and closed to group and others
     /// (`SHMCAST_ETOPIC` otherwise). Subscribers must look in the same directory. Ignored for a
-    /// topic that is a socket path. Default `NULL`: the default directory. Read during
+    /// topic that is a socket path. A relative directory (or socket path) is taken from the
+    /// working directory during `shmcast_publisher_create` and kept absolute, so the socket is
+    /// removed there even after a `chdir`. Default `NULL`: the default directory. Read during
     /// `shmcast_publisher_create` only.
     pub directory: *const c_char,
     /// Microseconds a loan that found the ring full polls for space before it sleeps: 1 to
@@ -209,7 +212,8 @@ pub struct shmcast_subscriber_options {
     /// publisher is `SHMCAST_EREFUSED`. A named topic lies in our private directory; a socket
     /// path may lie where others can bind.
     pub publisher_admission: i32,
-    /// With `SHMCAST_ADMIT_UIDS`: the publisher uid trusted besides our own.
+    /// With `SHMCAST_ADMIT_UIDS`: the publisher uid trusted besides our own. A non-zero value
+    /// with any other `publisher_admission` is `SHMCAST_EINVAL`.
     pub publisher_uid: u32,
     /// Requires the topic to declare this plain-data type, with `expect_type_size` and
     /// `expect_type_align` (see `shmcast_publisher_options.type_name`); any difference fails
@@ -232,8 +236,9 @@ pub struct shmcast_subscriber_options {
     /// The directory to look for a topic name's socket in (the publisher's), instead of
     /// `$SHMCAST_DIR`, `$XDG_RUNTIME_DIR/shmcast/` or `/tmp/shmcast-<uid>/`. An existing one
     /// must be ours and closed to group and others (`SHMCAST_ETOPIC` otherwise). Ignored for a
-    /// topic that is a socket path. Default `NULL`: the default directory. Read during
-    /// `shmcast_subscriber_connect` only.
+    /// topic that is a socket path. A relative directory (or socket path) is taken from the
+    /// working directory during `shmcast_subscriber_connect`. Default `NULL`: the default
+    /// directory. Read during `shmcast_subscriber_connect` only.
     pub directory: *const c_char,
     /// Where a lossy subscriber continues after a lag (`SHMCAST_ELAGGED`, whose count is exact
     /// whatever this says): `SHMCAST_RESUME_SLACK` (default), `SHMCAST_RESUME_NEWEST` or

@@ -129,6 +129,23 @@ pub struct shmcast_sample {
     pub owner: *mut shmcast_subscriber,
 }
 
+/// Sixteen aligned bytes that an empty sample's `data` points to.
+#[repr(C, align(16))]
+struct Empty([u8; 16]);
+
+static EMPTY_PAYLOAD: Empty = Empty([0; 16]);
+
+/// Where a sample's `data` points: into the ring or the lossy copy, or, for an empty one (whose
+/// copy may have no buffer at all), at [`EMPTY_PAYLOAD`], so that it is always a valid,
+/// 16-byte aligned pointer.
+fn data_of(sample: &Sample<'_>) -> *const c_void {
+    if sample.is_empty() {
+        std::ptr::from_ref(&EMPTY_PAYLOAD).cast()
+    } else {
+        sample.as_ptr().cast()
+    }
+}
+
 impl shmcast_sample {
     const EMPTY: shmcast_sample = shmcast_sample {
         data: std::ptr::null(),
@@ -140,7 +157,7 @@ impl shmcast_sample {
     /// The description of `sample`, held by `owner`.
     fn of(sample: &Sample<'_>, owner: *mut shmcast_subscriber) -> shmcast_sample {
         shmcast_sample {
-            data: sample.as_ptr().cast(),
+            data: data_of(sample),
             len: sample.len(),
             seq: sample.seq(),
             owner,
@@ -409,7 +426,7 @@ pub unsafe extern "C" fn shmcast_sample_release(sample: *mut shmcast_sample) -> 
         let matches = h.lent
             && h.sample
                 .as_ref()
-                .is_some_and(|held| held.seq() == s.seq && held.as_ptr().cast() == s.data);
+                .is_some_and(|held| held.seq() == s.seq && data_of(held) == s.data);
         if !matches {
             return Err(Failure::invalid(
                 "this sample is not the one its subscriber holds (already released?)",
@@ -504,7 +521,9 @@ pub unsafe extern "C" fn shmcast_subscriber_recv_copy(
 /// (`EPOLLET`), until `SHMCAST_EAGAIN`, as for every descriptor: an edge is not repeated while
 /// messages wait. Readiness may be spurious (a receive then
 /// returns `SHMCAST_EAGAIN`). Do not read, write or close it; it closes with
-/// `shmcast_subscriber_destroy`. Never blocks; callable while a sample is held.
+/// `shmcast_subscriber_destroy`. Never blocks; callable while a sample is held. While a sample
+/// is held it stays readable, since a receive would return `SHMCAST_EBUSY`: release the sample
+/// before waiting on it, or a `poll()` loop spins.
 ///
 /// Threads: callable from any thread, but not concurrently with another call on the same
 /// handle.

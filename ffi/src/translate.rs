@@ -99,6 +99,11 @@ pub(crate) unsafe fn publisher_builder(
             Ok(unsafe { std::slice::from_raw_parts(o.admit_uids, o.admit_uid_count) }.to_vec())
         }
     })?;
+    if o.admission != SHMCAST_ADMIT_UIDS && o.admit_uid_count != 0 {
+        return Err(Failure::invalid(
+            "admit_uids is read only with admission SHMCAST_ADMIT_UIDS",
+        ));
+    }
     let stall_bound = match o.stall_bound_ms {
         -1 => None,
         ms if ms >= 0 => Some(Duration::from_millis(ms as u64)),
@@ -194,6 +199,11 @@ pub(crate) unsafe fn subscriber_builder(
     let publisher = admission(o.publisher_admission, "publisher_admission", || {
         Ok(vec![o.publisher_uid])
     })?;
+    if o.publisher_admission != SHMCAST_ADMIT_UIDS && o.publisher_uid != 0 {
+        return Err(Failure::invalid(
+            "publisher_uid is read only with publisher_admission SHMCAST_ADMIT_UIDS",
+        ));
+    }
     // SAFETY: the caller's promise for `directory`.
     let directory = unsafe { directory_arg(o.directory) }?;
     let mut b = SubscriberBuilder::new(topic)

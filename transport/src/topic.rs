@@ -294,7 +294,8 @@ pub fn check_topic(topic: &str) -> Result<(), TopicError> {
 }
 
 /// The socket path for `topic`, a name resolved in `directory` (or the default directory) or a
-/// path. With `create`, makes the topic directory if needed.
+/// path, either made absolute from the working directory. With `create`, makes the topic
+/// directory if needed.
 pub(crate) fn resolve(
     topic: &str,
     directory: Option<&Path>,
@@ -302,12 +303,15 @@ pub(crate) fn resolve(
 ) -> Result<Resolved, TopicError> {
     check_topic(topic)?;
     if topic.contains('/') {
+        let path = absolute(PathBuf::from(topic))?;
+        check_len(&path)?;
         return Ok(Resolved {
-            path: PathBuf::from(topic),
+            path,
             source: DirSource::SocketPath,
         });
     }
-    let dir = choose(directory, std::env::var_os, sys::process::getuid())?;
+    let mut dir = choose(directory, std::env::var_os, sys::process::getuid())?;
+    dir.path = absolute(dir.path)?;
     let path = dir.path.join(topic);
     check_len(&path)?;
     if create {
@@ -327,6 +331,16 @@ pub(crate) fn resolve(
         path,
         source: dir.source,
     })
+}
+
+/// `path` from the working directory if it is relative, as it is now: a publisher that later
+/// changes directory still removes its own socket, and every error and listing names the place
+/// itself.
+fn absolute(path: PathBuf) -> Result<PathBuf, TopicError> {
+    if path.is_absolute() {
+        return Ok(path);
+    }
+    std::path::absolute(&path).map_err(|source| TopicError::Io { path, source })
 }
 
 /// Refuses a socket path that a socket address cannot hold, before anything is created.
@@ -511,6 +525,17 @@ mod tests {
             choose(None, relative, 7),
             Err(TopicError::RelativeDirectory(d)) if d == Path::new("topics")
         ));
+    }
+
+    #[test]
+    fn relative_directories_and_socket_paths_resolve_from_the_working_directory() {
+        let cwd = std::env::current_dir().unwrap();
+        let r = resolve("ticks", Some(Path::new("no-such-topics")), false).unwrap();
+        assert_eq!(r.path, cwd.join("no-such-topics/ticks"));
+        assert_eq!(r.source, DirSource::Builder);
+        let r = resolve("no-such-dir/ticks.sock", None, false).unwrap();
+        assert_eq!(r.path, cwd.join("no-such-dir/ticks.sock"));
+        assert_eq!(r.source, DirSource::SocketPath);
     }
 
     #[test]

@@ -72,6 +72,13 @@ static void bad_arguments(const char *prefix) {
     popts.admission = SHMCAST_ADMIT_UIDS;
     popts.admit_uid_count = 1;
     EXPECT(shmcast_publisher_create(topic(prefix, "x"), &popts, &pub), SHMCAST_EINVAL);
+    /* A list of uids with another admission would be ignored: refused instead. */
+    popts.admission = SHMCAST_ADMIT_SAME_UID;
+    popts.admit_uids = &uid;
+    EXPECT(shmcast_publisher_create(topic(prefix, "x"), &popts, &pub), SHMCAST_EINVAL);
+    EXPECT_TRUE(strstr(shmcast_last_error_message(), "SHMCAST_ADMIT_UIDS") != NULL);
+    popts.admission = SHMCAST_ADMIT_UIDS;
+    popts.admit_uids = NULL;
     popts.admit_uids = &uid;
     popts.stall_bound_ms = -5;
     EXPECT(shmcast_publisher_create(topic(prefix, "x"), &popts, &pub), SHMCAST_EINVAL);
@@ -88,6 +95,10 @@ static void bad_arguments(const char *prefix) {
     shmcast_subscriber_options_init(&sopts);
     sopts.mode = 5;
     EXPECT(shmcast_subscriber_connect(topic(prefix, "x"), &sopts, &sub), SHMCAST_EINVAL);
+    shmcast_subscriber_options_init(&sopts);
+    sopts.publisher_uid = 5;
+    EXPECT(shmcast_subscriber_connect(topic(prefix, "x"), &sopts, &sub), SHMCAST_EINVAL);
+    EXPECT_TRUE(strstr(shmcast_last_error_message(), "publisher_admission") != NULL);
     shmcast_subscriber_options_init(&sopts);
     sopts.start = -3;
     EXPECT(shmcast_subscriber_connect(topic(prefix, "x"), &sopts, &sub), SHMCAST_EINVAL);

@@ -1,5 +1,7 @@
 /* Where topics live, from C: a publisher never replaces what is not a stale socket of ours
- * (SHMCAST_EEXIST, the file left as it was), socket paths over the limit and missing
+ * (SHMCAST_EEXIST, the file left as it was), and a subscriber finds no topic socket there
+ * (SHMCAST_EEXIST too); a relative directory is taken from the working directory once, so a
+ * publisher that changes directory still removes its socket; socket paths over the limit and missing
  * directories are SHMCAST_ETOPIC naming the path, and the topic directory comes from the
  * `directory` option, then SHMCAST_DIR, then XDG_RUNTIME_DIR; SHMCAST_ENOPUBLISHER says where
  * it looked and why.
@@ -8,7 +10,9 @@
 #include "common.h"
 #include "expect.h"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 /* Writes `dir/name` into `out`, failing if it does not fit. */
@@ -37,6 +41,20 @@ static void refused_and_kept(const char *path, const char *kind) {
                 before.st_mode == after.st_mode);
 }
 
+/* A stream socket another program listens on: no topic socket to a subscriber. */
+static void another_programs_socket(const char *dir) {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    shmcast_subscriber *sub = NULL;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_TRUE(fd >= 0);
+    join(addr.sun_path, sizeof addr.sun_path, dir, "stream.sock");
+    EXPECT_TRUE(bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0 && listen(fd, 1) == 0);
+    EXPECT(shmcast_subscriber_connect(addr.sun_path, NULL, &sub), SHMCAST_EEXIST);
+    EXPECT_TRUE(sub == NULL && mentions("not a shmcast topic socket"));
+    close(fd);
+    unlink(addr.sun_path);
+}
+
 static void occupied_paths(const char *dir) {
     char file[512], fifo[512], link[512], sub[512];
     FILE *f;
@@ -47,6 +65,11 @@ static void occupied_paths(const char *dir) {
     fputs("my notes", f);
     fclose(f);
     refused_and_kept(file, "a regular file");
+    {
+        shmcast_subscriber *s = NULL;
+        EXPECT(shmcast_subscriber_connect(file, NULL, &s), SHMCAST_EEXIST);
+        EXPECT_TRUE(s == NULL && mentions("a regular file, not a topic socket"));
+    }
     f = fopen(file, "r");
     EXPECT_TRUE(f != NULL && fgets(text, sizeof text, f) != NULL);
     fclose(f);
@@ -59,6 +82,8 @@ static void occupied_paths(const char *dir) {
     join(link, sizeof link, dir, "link");
     EXPECT_TRUE(symlink(file, link) == 0);
     refused_and_kept(link, "a symbolic link");
+
+    another_programs_socket(dir);
 
     join(sub, sizeof sub, dir, "subdir");
     EXPECT_TRUE(mkdir(sub, 0700) == 0);
@@ -150,6 +175,33 @@ static void directories(const char *dir) {
     EXPECT_TRUE(mentions(topics) && mentions("lets others in"));
 }
 
+/* A relative `directory` is taken from the working directory at create and connect time and
+ * kept absolute: the publisher's path says where, and its socket goes away with it even after
+ * the process changed directory. */
+static void relative_directory(const char *dir) {
+    char cwd[512], topics[512], path[512];
+    shmcast_publisher_options popts;
+    shmcast_subscriber_options sopts;
+    shmcast_publisher *pub = NULL;
+    shmcast_subscriber *sub = NULL;
+    EXPECT_TRUE(getcwd(cwd, sizeof cwd) != NULL);
+    EXPECT_TRUE(chdir(dir) == 0);
+    CHECK_OK(shmcast_publisher_options_init(&popts));
+    popts.directory = "relative";
+    CHECK_OK(shmcast_publisher_create("ticks", &popts, &pub));
+    join(topics, sizeof topics, dir, "relative");
+    join(path, sizeof path, topics, "ticks");
+    EXPECT_TRUE(strcmp(shmcast_publisher_path(pub), path) == 0);
+    CHECK_OK(shmcast_subscriber_options_init(&sopts));
+    sopts.directory = "relative";
+    CHECK_OK(shmcast_subscriber_connect("ticks", &sopts, &sub));
+    shmcast_subscriber_destroy(sub);
+    EXPECT_TRUE(chdir("/") == 0);
+    shmcast_publisher_destroy(pub);
+    EXPECT_TRUE(access(path, F_OK) != 0);
+    EXPECT_TRUE(chdir(cwd) == 0);
+}
+
 int main(int argc, char **argv) {
     int fds_at_start = open_fds();
     if (argc != 2) {
@@ -159,6 +211,7 @@ int main(int argc, char **argv) {
     occupied_paths(argv[1]);
     long_and_missing_paths(argv[1]);
     directories(argv[1]);
+    relative_directory(argv[1]);
     EXPECT_NO_FD_LEAK(fds_at_start);
     printf("%d checks passed\n", checks);
     return 0;

@@ -247,9 +247,12 @@ impl PublisherBuilder {
     /// ours and closed to group and others, or [`bind`](Self::bind) fails with
     /// [`TopicError::InsecureDirectory`](crate::TopicError::InsecureDirectory). Subscribers
     /// must look in the same directory. A topic that is a socket path (it contains `/`) is used
-    /// as given, wherever this points. A relative directory is taken from this process's
-    /// working directory, as any relative path (unlike `SHMCAST_DIR`, which every process of a
-    /// session inherits whatever its working directory, and which must be absolute).
+    /// as given, wherever this points. A relative directory (or socket path) is taken from this
+    /// process's working directory when `bind` runs, as any relative path, and kept absolute:
+    /// [`Publisher::path`](crate::Publisher::path) names it so, and the publisher removes its
+    /// socket there even if the process changes directory later (unlike `SHMCAST_DIR`, which
+    /// every process of a session inherits whatever its working directory, and which must be
+    /// absolute).
     ///
     /// ```no_run
     /// let publisher = shmcast::Publisher::builder("ticks")

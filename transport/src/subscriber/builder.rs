@@ -208,8 +208,8 @@ impl SubscriberBuilder {
     /// [`connect`](Self::connect) fails with
     /// [`TopicError::InsecureDirectory`](crate::TopicError::InsecureDirectory); a missing one
     /// means no publisher yet. A topic that is a socket path (it contains `/`) is used as given,
-    /// wherever this points. A relative directory is taken from this process's working
-    /// directory, as any relative path.
+    /// wherever this points. A relative directory (or socket path) is taken from this process's
+    /// working directory when `connect` runs, as any relative path.
     ///
     /// ```no_run
     /// let sub = shmcast::Subscriber::builder("ticks")

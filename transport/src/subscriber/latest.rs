@@ -117,6 +117,7 @@ impl Subscriber {
     }
 
     /// Where the next receive starts: what a latest read counts its skips from.
+    #[cfg(feature = "tokio")]
     pub(crate) fn next_seq(&self) -> u64 {
         self.reader.next_seq()
     }
