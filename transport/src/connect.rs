@@ -35,7 +35,7 @@ use crate::error::{ConnectError, MapError, ProtocolError};
 use crate::handshake::{self, Hello, RefuseReason, Reply};
 use crate::policy::Admission;
 use crate::shm;
-use crate::sys::{self, fork::PrivateFd, packet::RecvFdsError};
+use crate::sys::{self, fork::PrivateFd, packet::RecvFdsError, reaper::Received};
 use crate::topic::{DirSource, FileKind};
 
 /// Longest pause between two attempts to find a publisher.
@@ -194,10 +194,10 @@ pub(crate) struct Welcome {
     pub(crate) message: MessageType,
     /// Whether the publisher republishes messages imported from elsewhere.
     pub(crate) imported: bool,
-    /// The ring's descriptor (read-only).
-    pub(crate) ring: OwnedFd,
-    /// This subscriber's control block.
-    pub(crate) control_block: OwnedFd,
+    /// The ring's descriptor (read-only), as received: kept once its seals are checked.
+    pub(crate) ring: Received,
+    /// This subscriber's control block, as received.
+    pub(crate) control_block: Received,
 }
 
 /// Connects to the topic socket at `path` as [`dial`] does, checks the publisher's uid against
@@ -306,7 +306,7 @@ pub(crate) fn exchange(
             message,
         } => {
             let got = fds.len();
-            let [ring, control_block]: [OwnedFd; handshake::WELCOME_FDS] =
+            let [ring, control_block]: [Received; handshake::WELCOME_FDS] =
                 fds.try_into().map_err(|_| ProtocolError::Descriptors {
                     expected: handshake::WELCOME_FDS,
                     got,
@@ -358,7 +358,12 @@ pub(crate) fn attach(
     if cb_len != CONTROL_BLOCK_LEN as u64 || ring_len < HEADER_LEN as u64 {
         return Err(ProtocolError::Sizes { ring_len, cb_len }.into());
     }
-    let ring = shm::ring_region(ring, HEADER_LEN).map_err(|e| map_failure(e, "ring", ring_len))?;
+    // Kept only once sealed shared memory, whose close never waits; anything else the
+    // publisher sent is closed by the reaper thread.
+    shm::check_seals(ring.as_fd(), shm::RING_SEALS)
+        .map_err(|e| map_failure(e, "ring", ring_len))?;
+    let ring =
+        shm::ring_region(ring.keep(), HEADER_LEN).map_err(|e| map_failure(e, "ring", ring_len))?;
     // The announced size is the publisher's claim about its own descriptor: a mismatch means it
     // lies or sent the wrong file.
     if ring.len() as u64 != ring_len {
@@ -368,7 +373,9 @@ pub(crate) fn attach(
         }
         .into());
     }
-    let cb = shm::control_block_region(control_block, CONTROL_BLOCK_LEN)
+    shm::check_seals(control_block.as_fd(), shm::CONTROL_SEALS)
+        .map_err(|e| map_failure(e, "control block", cb_len))?;
+    let cb = shm::control_block_region(control_block.keep(), CONTROL_BLOCK_LEN)
         .map_err(|e| map_failure(e, "control block", cb_len))?;
     let max_message = layout::validate_ring(&ring)
         .map_err(ConnectError::Layout)?

@@ -173,7 +173,7 @@ fn seal_names(seals: SealFlags) -> Vec<&'static str> {
 }
 
 /// Fails unless `fd` carries every seal in `required`.
-fn check_seals(fd: BorrowedFd<'_>, required: SealFlags) -> Result<(), MapError> {
+pub(crate) fn check_seals(fd: BorrowedFd<'_>, required: SealFlags) -> Result<(), MapError> {
     let seals = match sys::fs::get_seals(fd) {
         Ok(seals) => seals,
         // Not a sealable file at all.

@@ -39,7 +39,10 @@ pub fn raw_handshake_as(
         expect: crate::Expectation::default(),
     };
     match connect::exchange(&sock, &hello, step) {
-        Ok(welcome) => Ok(Ok((vec![welcome.ring, welcome.control_block], sock))),
+        Ok(welcome) => Ok(Ok((
+            vec![welcome.ring.keep(), welcome.control_block.keep()],
+            sock,
+        ))),
         Err(ConnectError::Refused { reason, .. }) => Ok(Err(reason)),
         Err(ConnectError::Io(e)) => Err(e),
         Err(e) => Err(std::io::Error::other(e.to_string())),

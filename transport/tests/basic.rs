@@ -422,17 +422,23 @@ fn silent_and_garbage_clients_do_not_delay_others() {
     let reply = raw_send(&path, &wrong_version, &[]).unwrap().unwrap();
     assert!(reply.contains("protocol version 9"), "{reply}");
     wrong_version[4] = 2;
-    let fd = raw_connect(&path).unwrap(); // a descriptor sent to the publisher is refused
-    let reply = raw_send(&path, &wrong_version, &[std::os::fd::AsFd::as_fd(&fd)])
-        .unwrap()
-        .unwrap();
-    assert!(reply.contains("descriptors"), "{reply}");
+    // A descriptor sent to the publisher is refused: by the kernel where it can (Linux 6.16,
+    // `SO_PASSRIGHTS` off on the listener, inherited by every connection), else in a reply.
+    let fd = raw_connect(&path).unwrap();
+    match raw_send(&path, &wrong_version, &[std::os::fd::AsFd::as_fd(&fd)]) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {}
+        Ok(reply) => {
+            let reply = reply.unwrap();
+            assert!(reply.contains("descriptors"), "{reply}");
+        }
+        Err(e) => panic!("sending a descriptor: {e}"),
+    }
     // A real subscriber is admitted at once, while the silent clients wait for their timeout.
     let mut sub = Subscriber::connect(&t).unwrap();
     publisher.send(b"still serving").unwrap();
     assert_eq!(&*sub.recv_timeout(T).unwrap(), b"still serving");
     until("silent clients never dropped", || {
-        publisher.stats().refused >= 23
+        publisher.stats().refused >= 22
     });
     drop(silent);
     assert_eq!(publisher.subscriber_count(), 1);

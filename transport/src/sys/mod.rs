@@ -15,6 +15,7 @@
 //! | [`net`] | unix `SOCK_SEQPACKET` sockets, their options, peer credentials |
 //! | [`packet`] | sending and receiving packets, with descriptors (`SCM_RIGHTS`) or without |
 //! | [`process`] | descriptor limits and counts, the uid, the machine's runnable threads |
+//! | [`reaper`] | closing descriptors a peer sent off the receiving thread |
 //!
 //! # Failure
 //!
@@ -27,10 +28,12 @@
 //!   receivers, who first get every packet it sent before closing. (Linux reports a peer that
 //!   closed with our packets unread as `ECONNRESET`, once, ahead of its queued packets; these
 //!   helpers absorb that.)
-//! - Receives use `MSG_CMSG_CLOEXEC` and hold every received descriptor as an [`OwnedFd`](std::os::fd::OwnedFd). A
-//!   packet that was truncated, or carried more or fewer descriptors than expected, is an error,
-//!   and every descriptor that arrived with it is closed before the error is returned: a hostile
-//!   peer cannot leak descriptors into this process.
+//! - Receives use `MSG_CMSG_CLOEXEC` and hold every received descriptor as a
+//!   [`Received`](reaper::Received), closed by the reaper thread unless kept: a close can wait
+//!   as long as the sender likes (a lingering TCP socket). A packet that was truncated, or
+//!   carried more or fewer descriptors than expected, is an error, and every descriptor that
+//!   arrived with it is handed to the reaper before the error is returned: a hostile peer can
+//!   neither leak descriptors into this process nor hold up the thread that received them.
 
 pub(crate) mod event;
 pub(crate) mod fork;
@@ -39,6 +42,7 @@ pub(crate) mod futex;
 pub(crate) mod net;
 pub(crate) mod packet;
 pub(crate) mod process;
+pub(crate) mod reaper;
 #[cfg(test)]
 mod tests;
 

@@ -45,10 +45,14 @@ pub(crate) fn seqpacket_socket() -> io::Result<OwnedFd> {
 /// descriptor of what is at `path`, never following a symbolic link, and only if it is a socket
 /// of ours ([`chmod_own_socket`](super::fs::chmod_own_socket)): in a directory another uid may
 /// write, a file swapped in after `bind` is refused, never changed. If anything after `bind`
-/// fails, the file is removed again.
+/// fails, the file is removed again. Connections refuse descriptors from the start where the
+/// kernel can ([`refuse_descriptors`]).
 pub(crate) fn seqpacket_listen(path: &Path) -> io::Result<OwnedFd> {
     let addr = SocketAddrUnix::new(path)?;
     let sock = seqpacket_socket()?;
+    // Every connection accepted from it inherits the refusal: no client, admitted or not, can
+    // send the publisher a descriptor, whose close it would choose (Linux 6.16 and later).
+    refuse_descriptors(sock.as_fd())?;
     rustix::net::bind(&sock, &addr)?;
     let setup = super::fs::chmod_own_socket(path, 0o600)
         .map_err(|e| match e.kind() {

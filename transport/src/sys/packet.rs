@@ -3,7 +3,9 @@
 use std::fmt;
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::BorrowedFd;
+
+use super::reaper::Received;
 
 use rustix::io::{Errno, IoSlice, IoSliceMut};
 use rustix::net::{
@@ -16,10 +18,11 @@ use super::retry_eintr;
 /// Most descriptors one packet may carry; the handshake's welcome carries five.
 pub(crate) const MAX_FDS_PER_PACKET: usize = 8;
 
-/// Receive room for descriptors beyond the expected count, so that a peer sending a few too many
-/// makes them arrive (and be closed) as a counted [`RecvFdsError::WrongFdCount`] rather than be
-/// cut off by the kernel.
-const EXTRA_FD_SLOTS: usize = 4;
+/// Receive room for descriptors: the most one packet can carry (the kernel's `SCM_MAX_FD`), so
+/// that however many a peer attaches, all arrive and are handed to the reaper thread
+/// ([`Received`]), counted in [`RecvFdsError::WrongFdCount`]. Descriptors that did not fit
+/// would be closed by the kernel on this thread, where a close the peer chose could hold it up.
+const RECEIVE_ROOM: usize = 253;
 
 /// Runs a send until it is not interrupted, and makes every "peer gone" error `EPIPE` and a
 /// partly sent packet an error.
@@ -166,8 +169,9 @@ impl From<io::Error> for RecvFdsError {
 /// `recvmsg(sock, buf, MSG_CMSG_CLOEXEC)`—Receives one packet that must carry exactly
 /// `expected_fds` descriptors.
 ///
-/// Returns the packet's length and its descriptors. Room is made for a few more descriptors than
-/// expected, so surplus ones are received and closed rather than lost in the kernel. At most
+/// Returns the packet's length and its descriptors. Room is made for as many descriptors as a
+/// packet can carry, so surplus ones are received and closed by the reaper thread rather than
+/// by the kernel on this one ([`RECEIVE_ROOM`]). At most
 /// [`MAX_FDS_PER_PACKET`] may be expected, else [`io::ErrorKind::InvalidInput`]. A zero-length
 /// packet without descriptors is indistinguishable from a hang-up and reported as
 /// [`RecvFdsError::HungUp`], so the protocol never sends one.
@@ -175,7 +179,7 @@ pub(crate) fn recv_with_fds(
     sock: BorrowedFd<'_>,
     buf: &mut [u8],
     expected_fds: usize,
-) -> Result<(usize, Vec<OwnedFd>), RecvFdsError> {
+) -> Result<(usize, Vec<Received>), RecvFdsError> {
     recv_with_fds_of(sock, buf, &[expected_fds])
 }
 
@@ -186,15 +190,13 @@ pub(crate) fn recv_with_fds_of(
     sock: BorrowedFd<'_>,
     buf: &mut [u8],
     allowed: &[usize],
-) -> Result<(usize, Vec<OwnedFd>), RecvFdsError> {
+) -> Result<(usize, Vec<Received>), RecvFdsError> {
     let expected_fds = allowed.iter().copied().max().unwrap_or(0);
     if expected_fds > MAX_FDS_PER_PACKET {
         return Err(io::Error::from(io::ErrorKind::InvalidInput).into());
     }
-    let mut space = [MaybeUninit::uninit();
-        rustix::cmsg_space!(ScmRights(MAX_FDS_PER_PACKET + EXTRA_FD_SLOTS))];
-    let room = rustix::cmsg_space!(ScmRights(expected_fds + EXTRA_FD_SLOTS));
-    let mut control = RecvAncillaryBuffer::new(&mut space[..room]);
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(RECEIVE_ROOM))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
     // A peer that closed with packets of ours unread makes one receive fail with ECONNRESET
     // even though the packets it sent before closing are still queued: skip that report (the
     // kernel clears it) so they are received, then the hang-up.
@@ -212,7 +214,7 @@ pub(crate) fn recv_with_fds_of(
     let mut fds = Vec::with_capacity(expected_fds);
     for message in control.drain() {
         if let RecvAncillaryMessage::ScmRights(received) = message {
-            fds.extend(received);
+            fds.extend(received.map(Received::new));
         }
     }
 

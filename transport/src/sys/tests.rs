@@ -42,6 +42,19 @@ fn open_copies(name: &str) -> usize {
         .count()
 }
 
+/// The copies of memfd `name` left once the reaper thread has closed what it was handed (it
+/// closes in the background; a memfd's close never waits, so this takes microseconds).
+fn copies_after_reaping(name: &str) -> usize {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let n = open_copies(name);
+        if n <= 1 || std::time::Instant::now() > deadline {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn pair() -> (OwnedFd, OwnedFd) {
     rustix::net::socketpair(
         AddressFamily::UNIX,
@@ -258,7 +271,10 @@ fn send_two_fds_receive_two() {
     assert!(flags.contains(rustix::io::FdFlags::CLOEXEC));
     assert_eq!((open_copies(&n1), open_copies(&n2)), (2, 2));
     drop(fds);
-    assert_eq!((open_copies(&n1), open_copies(&n2)), (1, 1));
+    assert_eq!(
+        (copies_after_reaping(&n1), copies_after_reaping(&n2)),
+        (1, 1)
+    );
 }
 
 #[test]
@@ -278,7 +294,7 @@ fn surplus_fds_are_refused_and_closed() {
         ),
         "{err}"
     );
-    assert_eq!(open_copies(&name), 1, "only our own copy is left");
+    assert_eq!(copies_after_reaping(&name), 1, "only our own copy is left");
 }
 
 #[test]
@@ -297,7 +313,48 @@ fn missing_fds_are_refused_and_closed() {
         ),
         "{err}"
     );
-    assert_eq!(open_copies(&name), 1);
+    assert_eq!(copies_after_reaping(&name), 1);
+}
+
+/// A TCP socket whose close waits up to `linger` (unsent data to a peer that never reads), and
+/// that peer: what a hostile peer sends to make its receiver's close wait.
+fn lingering_tcp(linger: Duration) -> (OwnedFd, std::net::TcpStream) {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let sender = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (reader, _) = listener.accept().unwrap();
+    sockopt::set_socket_recv_buffer_size(&reader, 4096).unwrap();
+    sockopt::set_socket_send_buffer_size(&sender, 4096).unwrap();
+    sender.set_nonblocking(true).unwrap();
+    let chunk = [0u8; 65536];
+    while (&sender).write(&chunk).is_ok() {}
+    sockopt::set_socket_linger(&sender, Some(linger)).unwrap();
+    (OwnedFd::from(sender), reader)
+}
+
+#[test]
+fn a_received_descriptor_whose_close_waits_never_holds_up_the_receiver() {
+    let (a, b) = pair();
+    let (tcp, reader) = lingering_tcp(Duration::from_secs(120));
+    send_with_fds(a.as_fd(), b"x", &[tcp.as_fd()]).unwrap();
+    // Ours is no longer the last copy: the receiver's is, once it arrives.
+    drop(tcp);
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let got = recv_packet(b.as_fd(), &mut [0; 8]);
+        drop(got);
+        let _ = done.send(());
+    });
+    // Closed inline, the receive would take the whole linger (two minutes).
+    finished
+        .recv_timeout(Duration::from_secs(30))
+        .expect("receiving a lingering socket waited for its close");
+    // Let the reaper's close end: read what the socket was holding.
+    let mut drain = [0u8; 65536];
+    reader
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    while matches!(std::io::Read::read(&mut &reader, &mut drain), Ok(n) if n > 0) {}
 }
 
 #[test]
@@ -316,13 +373,22 @@ fn recv_packet_closes_fds_a_peer_attaches() {
         ),
         "{err}"
     );
-    assert_eq!(open_copies(&name), 1);
+    assert_eq!(copies_after_reaping(&name), 1);
 
-    // More than the receive room: the kernel drops what does not fit, we close the rest.
+    // Many more: all arrive, counted, and the reaper closes them.
     send_with_fds(a.as_fd(), b"data", &[memfd.as_fd(); MAX_FDS_PER_PACKET]).unwrap();
     let err = recv_packet(b.as_fd(), &mut [0; 8]).unwrap_err();
-    assert!(matches!(err, RecvFdsError::Truncated), "{err}");
-    assert_eq!(open_copies(&name), 1);
+    assert!(
+        matches!(
+            err,
+            RecvFdsError::WrongFdCount {
+                expected: 0,
+                got: MAX_FDS_PER_PACKET
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(copies_after_reaping(&name), 1);
 
     send_packet(a.as_fd(), b"next").unwrap();
     let mut buf = [0; 8];
@@ -341,7 +407,13 @@ fn fd_count_sees_received_fds_closed() {
         send_with_fds(a.as_fd(), b"x", &[memfd.as_fd()]).unwrap();
         recv_packet(b.as_fd(), &mut [0; 8]).unwrap_err();
     }
-    let after = fd_count().unwrap();
+    // The reaper thread closes them in the background.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let mut after = fd_count().unwrap();
+    while after >= before + 32 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+        after = fd_count().unwrap();
+    }
     assert!(after < before + 32, "descriptor leak: {before} -> {after}");
 }
 
@@ -352,7 +424,7 @@ fn truncated_packet_is_an_error_and_closes_its_fds() {
     send_with_fds(a.as_fd(), &[1; 64], &[memfd.as_fd()]).unwrap();
     let err = recv_with_fds(b.as_fd(), &mut [0; 16], 1).unwrap_err();
     assert!(matches!(err, RecvFdsError::Truncated), "{err}");
-    assert_eq!(open_copies(&name), 1);
+    assert_eq!(copies_after_reaping(&name), 1);
 
     send_packet(a.as_fd(), &[1; 64]).unwrap();
     let err = recv_packet(b.as_fd(), &mut [0; 16]).unwrap_err();
