@@ -39,10 +39,14 @@ fn main() -> ExitCode {
             }),
             "shmcast-bench child",
         ),
-        None => (
-            Options::parse(&args).and_then(|o| comparison::run(&o)),
-            "shmcast-bench",
-        ),
+        None => match Options::parse(&args) {
+            // Asked for: the usage on standard output, and success.
+            Err(BenchError::Usage(what)) if what == "help" => {
+                print!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            parsed => (parsed.and_then(|o| comparison::run(&o)), "shmcast-bench"),
+        },
     };
     exit_code(outcome, who, USAGE)
 }
