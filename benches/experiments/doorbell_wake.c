@@ -37,6 +37,12 @@
  *                    (it could not), it only takes the bell set's event
  *  15 eventfd-bell3  the same bell set inside the subscriber's own set (edge-triggered) inside
  *                    the listener's set
+ *  16 inotify-direct a 1-byte pread from a sealed memfd (the bell) through the publisher's own
+ *                    open of it (reopened through /proc/self/fd: reads through the memfd's own
+ *                    descriptor make no event); the listener's inotify watch (IN_ACCESS) on the
+ *                    bell, its inotify descriptor directly in the listener's set; the listener
+ *                    reads the event
+ *  17 inotify-nested the same inotify descriptor inside a set inside the listener's set
  *
  * The io_uring ways take IORING_SETUP flags from the environment (UFLAGS=0x100 for
  * COOP_TASKRUN, 0x3000 for SINGLE_ISSUER | DEFER_TASKRUN; default none).
@@ -46,7 +52,7 @@
  * subscriber's wake is the doorbell's"), not part of the comparison binary:
  *
  *   cc -O2 -pthread -o doorbell_wake benches/experiments/doorbell_wake.c
- *   for r in 1 2 3 4 5; do for m in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do ./doorbell_wake $m; done; done
+ *   for r in 1 2 3 4 5; do for m in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17; do ./doorbell_wake $m; done; done
  *   ./doorbell_wake MODE [INTERVAL_US]
  */
 #define _GNU_SOURCE
@@ -71,6 +77,7 @@
 #include <mqueue.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/inotify.h>
 
 /* Not in every distribution's headers yet (Linux 6.7 added them). */
 #define OP_FUTEX_WAIT 51
@@ -81,13 +88,13 @@
 
 enum { FUTEX, SOCKET_NESTED, SOCKET_DIRECT, EVENTFD_DIRECT, EVENTFD_NESTED, SOCKET_RECV, SOCKET_POLL,
        TIMER_NESTED, TIMER_DIRECT, URING_DIRECT, URING_NESTED, MQ_DIRECT, MQ_NESTED, FUTEX_RELAY,
-       EVENTFD_BELL, EVENTFD_BELL3, MODES };
+       EVENTFD_BELL, EVENTFD_BELL3, INOTIFY_DIRECT, INOTIFY_NESTED, MODES };
 static const char *const NAMES[MODES] = {"futex", "socket-nested", "socket-direct",
                                          "eventfd-direct", "eventfd-nested", "socket-recv",
                                          "socket-poll", "timer-nested", "timer-direct",
                                          "uring-direct", "uring-nested", "mq-direct",
                                          "mq-nested", "futex-relay", "eventfd-bell",
-                                         "eventfd-bell3"};
+                                         "eventfd-bell3", "inotify-direct", "inotify-nested"};
 
 struct shared {
     _Atomic uint32_t word;
@@ -211,11 +218,21 @@ static void *relay_wakes(void *arg) {
 }
 
 /* The listener: waits MESSAGES times, each bounded, and records each wake's latency. */
-static void listen_all(int mode, struct shared *s, int sock, int efd, int tfd, int mq) {
+static void listen_all(int mode, struct shared *s, int sock, int efd, int tfd, int mq, int bellfd) {
     int set = epoll_create1(0), inner = epoll_create1(0);
     int timer = mode == TIMER_NESTED || mode == TIMER_DIRECT;
     int nested = mode == SOCKET_NESTED || mode == EVENTFD_NESTED || mode == TIMER_NESTED ||
-                 mode == URING_NESTED || mode == MQ_NESTED;
+                 mode == URING_NESTED || mode == MQ_NESTED || mode == INOTIFY_NESTED;
+    int ino = -1;
+    if (mode == INOTIFY_DIRECT || mode == INOTIFY_NESTED) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", bellfd);
+        ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (ino < 0 || inotify_add_watch(ino, path, IN_ACCESS) < 0) {
+            perror("inotify");
+            exit(1);
+        }
+    }
     int uring = mode == URING_DIRECT || mode == URING_NESTED, pending = 0;
     struct uring u;
     struct relay relay = {.s = s, .efd = -1};
@@ -234,6 +251,7 @@ static void listen_all(int mode, struct shared *s, int sock, int efd, int tfd, i
                  : mode == EVENTFD_DIRECT || mode == EVENTFD_NESTED || mode == FUTEX_RELAY ? efd
                  : timer ? tfd
                  : mode == MQ_DIRECT || mode == MQ_NESTED ? mq
+                 : ino >= 0 ? ino
                          : sock;
     int bell = mode == EVENTFD_BELL || mode == EVENTFD_BELL3, own = -1;
     if (bell) {
@@ -249,7 +267,8 @@ static void listen_all(int mode, struct shared *s, int sock, int efd, int tfd, i
         add(inner, source, timer ? EPOLLIN | EPOLLET : EPOLLIN);
         add(set, inner, EPOLLIN | EPOLLET);
     } else if (mode == SOCKET_DIRECT || mode == EVENTFD_DIRECT || mode == TIMER_DIRECT ||
-               mode == URING_DIRECT || mode == MQ_DIRECT || mode == FUTEX_RELAY) {
+               mode == URING_DIRECT || mode == MQ_DIRECT || mode == FUTEX_RELAY ||
+               mode == INOTIFY_DIRECT) {
         add(set, source, EPOLLIN | EPOLLET);
     }
     for (uint32_t i = 0; i < MESSAGES; i++) {
@@ -307,6 +326,10 @@ static void listen_all(int mode, struct shared *s, int sock, int efd, int tfd, i
                 while (recv(sock, buf, sizeof buf, MSG_DONTWAIT) > 0) {
                 }
             else if (source == efd && read(efd, &v, sizeof v) < 0) {
+            } else if (source == ino) {
+                char events[4096];
+                while (read(ino, events, sizeof events) > 0) {
+                }
             } else if (source == mq)
                 while (mq_receive(mq, buf, sizeof buf, NULL) > 0) {
                 }
@@ -327,7 +350,8 @@ int main(int argc, char **argv) {
                         "2 socket-direct, 3 eventfd-direct, 4 eventfd-nested, 5 socket-recv, "
                         "6 socket-poll, 7 timer-nested, 8 timer-direct, 9 uring-direct, "
                         "10 uring-nested, 11 mq-direct, 12 mq-nested, 13 futex-relay, "
-                        "14 eventfd-bell, 15 eventfd-bell3)\n");
+                        "14 eventfd-bell, 15 eventfd-bell3, 16 inotify-direct, "
+                        "17 inotify-nested)\n");
         return 2;
     }
     struct shared *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
@@ -354,9 +378,26 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
+    /* The bell: a sealed one-page memfd, and the publisher's own read-only open of it. */
+    int bell = -1, bell_reader = -1;
+    if (mode == INOTIFY_DIRECT || mode == INOTIFY_NESTED) {
+        char path[64];
+        bell = memfd_create("bell", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+        if (bell < 0 || ftruncate(bell, 4096) != 0 ||
+            fcntl(bell, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+            perror("bell memfd");
+            return 1;
+        }
+        snprintf(path, sizeof path, "/proc/self/fd/%d", bell);
+        bell_reader = open(path, O_RDONLY | O_CLOEXEC);
+        if (bell_reader < 0) {
+            perror("reopening the bell");
+            return 1;
+        }
+    }
     pid_t child = fork();
     if (child == 0) {
-        listen_all(mode, s, pair[1], efd, tfd, mq_listen);
+        listen_all(mode, s, pair[1], efd, tfd, mq_listen, bell);
         _exit(0);
     }
     usleep(20000);
@@ -373,6 +414,12 @@ int main(int argc, char **argv) {
             timerfd_settime(tfd, 0, &soon, NULL);
         } else if (mode == MQ_DIRECT || mode == MQ_NESTED) {
             mq_send(mq_publish, "x", 1, 0); /* EAGAIN when one is pending: enough */
+        } else if (mode == INOTIFY_DIRECT || mode == INOTIFY_NESTED) {
+            char c;
+            if (pread(bell_reader, &c, 1, 0) != 1) {
+                perror("ringing the bell");
+                return 1;
+            }
         } else if (mode != EVENTFD_DIRECT && mode != EVENTFD_NESTED && mode != EVENTFD_BELL &&
                    mode != EVENTFD_BELL3) {
             send(pair[0], "x", 1, MSG_DONTWAIT);
