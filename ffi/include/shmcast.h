@@ -183,7 +183,8 @@ typedef enum shmcast_error {
      */
     SHMCAST_EAGAIN = -3,
     /**
-     * The timeout passed before a message, ring space or the handshake's answer arrived.
+     * The timeout passed before a message, ring space or the handshake's answer arrived, or
+     * (connecting) while the publisher's queue of connections stayed full.
      */
     SHMCAST_ETIMEDOUT = -4,
     /**

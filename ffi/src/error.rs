@@ -30,7 +30,8 @@ pub enum shmcast_error {
     /// (`shmcast_publisher_wait_for_subscribers`). From `shmcast_publisher_watch_space`: the
     /// ring is full and the space descriptor is armed; wait for it to become readable.
     SHMCAST_EAGAIN = -3,
-    /// The timeout passed before a message, ring space or the handshake's answer arrived.
+    /// The timeout passed before a message, ring space or the handshake's answer arrived, or
+    /// (connecting) while the publisher's queue of connections stayed full.
     SHMCAST_ETIMEDOUT = -4,
     /// This subscriber missed messages: overwritten before it read them, and skipped to where it
     /// resumes. The exact count is in `shmcast_last_lagged_count()`. Receiving again continues in
@@ -206,6 +207,12 @@ impl From<ConnectError> for Failure {
                 if source.kind() == std::io::ErrorKind::PermissionDenied =>
             {
                 SHMCAST_EREFUSED
+            }
+            // The publisher's queue of connections stayed full for the whole wait.
+            ConnectError::Socket { source, .. }
+                if source.kind() == std::io::ErrorKind::TimedOut =>
+            {
+                SHMCAST_ETIMEDOUT
             }
             ConnectError::Socket { .. } => SHMCAST_EIO,
             ConnectError::Refused { .. } | ConnectError::UntrustedPublisher { .. } => {

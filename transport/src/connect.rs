@@ -9,7 +9,10 @@
 //! * A socket served by a uid the subscriber does not trust:
 //!   [`ConnectError::UntrustedPublisher`] before anything is sent or received.
 //! * A refusal: [`ConnectError::Refused`] with its [`RefuseReason`](crate::RefuseReason)
-//!   (busy, permission, version, ...) and the publisher's text.
+//!   (busy, permission, version, ...) and the publisher's text. A busy one (too many handshakes
+//!   pending at the publisher) is tried again, as a missing socket is, until `connect_timeout`.
+//! * A publisher whose queue of connections stays full for the whole wait (stopped, or
+//!   overwhelmed): [`ConnectError::Socket`] saying so.
 //! * No reply within the handshake timeout, or a publisher that closes the connection before it
 //!   answers (killed as we connect): tried again with a new connection, as for a missing
 //!   socket, until `connect_timeout`; then [`ConnectError::HandshakeTimeout`] or
@@ -101,6 +104,22 @@ pub(crate) fn dial(
                         });
                     }
                 }
+            }
+            // The kernel waited `bound` for room in the listener's queue of connections: the
+            // publisher accepts none (stopped by a signal, or overwhelmed).
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Err(ConnectError::Socket {
+                    path: path.to_owned(),
+                    source: io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "the publisher accepted no connection within {} ms: its queue of \
+                             pending connections stayed full (a publisher stopped by a signal, \
+                             or overwhelmed)",
+                            bound.as_millis()
+                        ),
+                    ),
+                });
             }
             Err(source) if source.kind() == io::ErrorKind::PermissionDenied => {
                 return Err(ConnectError::Socket {
@@ -222,7 +241,7 @@ pub(crate) fn handshake(
         check_publisher(&sock, path, trusted)?;
         match exchange(&sock, hello, step) {
             Ok(welcome) => return Ok((sock, welcome)),
-            Err(e) if publisher_gone(&e) => {
+            Err(e) if publisher_gone(&e) || busy(&e) => {
                 drop(sock);
                 let left = deadline.map_or(Duration::ZERO, |d| {
                     d.saturating_duration_since(Instant::now())
@@ -236,6 +255,18 @@ pub(crate) fn handshake(
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Whether `e` is a refusal for overload (too many handshakes pending at the publisher): it
+/// passes, so a subscriber still willing to wait tries again.
+fn busy(e: &ConnectError) -> bool {
+    matches!(
+        e,
+        ConnectError::Refused {
+            code: RefuseReason::Busy,
+            ..
+        }
+    )
 }
 
 /// The refusal of a publisher that closed the connection without reading our request: it was

@@ -521,7 +521,7 @@ fn lossy_subscribers_join_a_publisher_that_laps_them_during_the_handshake() {
 }
 
 /// `max_subscribers` refuses the next subscriber as busy, with the reason, and admits one again
-/// as soon as a subscriber has left.
+/// as soon as a subscriber has left: one that waits (`connect_timeout`) is admitted then.
 #[test]
 fn max_subscribers_refuses_the_next_until_one_leaves() {
     let fds = FdGuard::new();
@@ -546,9 +546,22 @@ fn max_subscribers_refuses_the_next_until_one_leaves() {
     // An inspection takes no slot: a full topic answers it, when it is needed most.
     let info = shmcast::Inspector::new(&t).inspect().unwrap();
     assert_eq!(info.subscriber_count, 2);
+    // A subscriber willing to wait takes a busy refusal as passing: it tries again, and is
+    // admitted once a slot is free.
+    let waiting = {
+        let t = t.clone();
+        std::thread::spawn(move || {
+            Subscriber::builder(&t)
+                .connect_timeout(Duration::from_secs(30))
+                .connect()
+        })
+    };
+    let refused = publisher.stats().refused;
+    until("the waiting subscriber refused", || {
+        publisher.stats().refused > refused
+    });
     drop(first);
-    until("the departure", || publisher.subscriber_count() == 1);
-    let mut third = Subscriber::connect(&t).unwrap();
+    let mut third = waiting.join().unwrap().unwrap();
     publisher.send(b"both").unwrap();
     assert_eq!(&*second.recv_timeout(T).unwrap(), b"both");
     assert_eq!(&*third.recv_timeout(T).unwrap(), b"both");

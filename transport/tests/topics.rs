@@ -283,6 +283,50 @@ fn another_programs_socket_is_kept_and_named_by_every_side() {
     fds.check();
 }
 
+/// A socket whose owner accepts no connection (stopped, or overwhelmed): once its queue of
+/// pending connections is full, a subscriber waits out its `connect_timeout` and is told so,
+/// not "resource temporarily unavailable".
+#[test]
+fn a_publisher_that_accepts_nothing_is_named_after_the_wait() {
+    use rustix::net::{AddressFamily, SocketAddrUnix, SocketType};
+    let fds = FdGuard::new();
+    let dir = scratch("accepts-nothing");
+    let path = dir.join("stuck.sock");
+    let listener = rustix::net::socket(AddressFamily::UNIX, SocketType::SEQPACKET, None).unwrap();
+    let addr = SocketAddrUnix::new(&path).unwrap();
+    rustix::net::bind(&listener, &addr).unwrap();
+    rustix::net::listen(&listener, 0).unwrap();
+    // Fill the queue: connections that never get accepted.
+    let mut queued = Vec::new();
+    loop {
+        let s = rustix::net::socket_with(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            rustix::net::SocketFlags::NONBLOCK,
+            None,
+        )
+        .unwrap();
+        match rustix::net::connect(&s, &addr) {
+            Ok(()) => queued.push(s),
+            Err(_) => break,
+        }
+        assert!(queued.len() < 64, "the queue never filled");
+    }
+    let err = Subscriber::builder(path.to_str().unwrap())
+        .connect_timeout(Duration::from_millis(200))
+        .connect()
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("accepted no connection within"), "{text}");
+    assert!(
+        text.contains("queue of pending connections stayed full"),
+        "{text}"
+    );
+    drop((queued, listener));
+    std::fs::remove_dir_all(&dir).unwrap();
+    fds.check();
+}
+
 #[test]
 fn binding_over_a_killed_publishers_socket_replaces_it() {
     let fds = FdGuard::new();

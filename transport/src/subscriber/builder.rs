@@ -113,8 +113,10 @@ impl SubscriberBuilder {
     ///
     /// A publisher that goes away or stops answering during the handshake (one killed as this
     /// subscriber connects, which is when a reconnecting subscriber comes) counts as not there
-    /// yet: the subscriber waits for the next one within `timeout`. A connect therefore takes
-    /// at most `timeout` plus one [`handshake_timeout`](Self::handshake_timeout).
+    /// yet: the subscriber waits for the next one within `timeout`. So does a publisher that
+    /// refuses it as busy (too many handshakes pending there): it tries again. A connect
+    /// therefore takes at most `timeout` plus one
+    /// [`handshake_timeout`](Self::handshake_timeout).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = Some(timeout);
         self
