@@ -172,9 +172,23 @@ impl DirSource {
         }
     }
 
-    /// Writes "no publisher on PATH (where it looked[; how to look elsewhere])".
+    /// Writes "no publisher on PATH (where it looked[, which does not exist][; how to look
+    /// elsewhere])". Whether the directory exists is looked up as the error is written: a
+    /// missing one is the likelier mistake (a typo, another user's session) than a publisher not
+    /// yet started.
     pub(crate) fn no_publisher(self, f: &mut fmt::Formatter<'_>, path: &Path) -> fmt::Result {
         write!(f, "no publisher on {} ({self}", path.display())?;
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+            && std::fs::symlink_metadata(parent)
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            match self {
+                DirSource::SocketPath => {
+                    write!(f, "; its directory {} does not exist", parent.display())?;
+                }
+                _ => f.write_str(", which does not exist")?,
+            }
+        }
         match self.elsewhere() {
             Some(hint) => write!(f, "; {hint})"),
             None => f.write_str(")"),

@@ -47,7 +47,8 @@ fn wrong_descriptor_counts_are_refused_and_closed() {
         // A refusal that carries descriptors anyway: refused, and they are closed.
         let mut refusal = welcome[..6].to_vec(); // magic and version
         refusal.extend_from_slice(&3u16.to_le_bytes()); // REFUSE
-        refusal.extend_from_slice(&4u16.to_le_bytes()); // code
+        // code: permission denied (a busy refusal would be tried again)
+        refusal.extend_from_slice(&1u16.to_le_bytes());
         refusal.extend_from_slice(&2u16.to_le_bytes()); // text length
         refusal.extend_from_slice(b"no");
         match refused(scene.connect(&refusal, &[ring, cb], Mode::Lossy).0) {

@@ -459,11 +459,30 @@ fn a_missing_directory_and_other_system_errors_name_the_path() {
         )
     );
     assert!(matches!(err, BindError::NoDirectory { path: p } if p == path));
-    // A subscriber may wait for the directory to appear: no publisher yet.
+    // A subscriber may wait for the directory to appear: no publisher yet, and the error says
+    // the directory is missing.
+    let err = Subscriber::connect(topic).unwrap_err();
+    assert!(
+        err.to_string().ends_with(&format!(
+            "(the topic is a socket path; its directory {} does not exist)",
+            dir.join("no-such-dir").display()
+        )),
+        "{err}"
+    );
     assert!(matches!(
-        Subscriber::connect(topic),
-        Err(ConnectError::NoPublisher { path: p, dir: DirSource::SocketPath }) if p == path
+        err,
+        ConnectError::NoPublisher { path: p, dir: DirSource::SocketPath } if p == path
     ));
+    // A named topic in a directory that does not exist: the same, in the directory's words.
+    let err = Subscriber::builder("ticks")
+        .directory(dir.join("no-such-topics"))
+        .connect()
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("given by the `directory` option, which does not exist"),
+        "{err}"
+    );
     // A path through a regular file.
     let file = dir.join("file");
     std::fs::write(&file, b"").unwrap();
@@ -541,7 +560,8 @@ fn the_builders_directory_is_where_both_sides_look() {
     assert_eq!(
         err.to_string(),
         format!(
-            "no publisher on {} (the topic directory given by the `directory` option)",
+            "no publisher on {} (the topic directory given by the `directory` option, which \
+             does not exist)",
             elsewhere.join(name).display()
         )
     );
@@ -645,10 +665,16 @@ fn no_publisher_says_where_it_looked_and_why() {
     let dir = scratch("why");
     let expect = |env: &[(&str, Option<&Path>)], path: PathBuf, why: &str| {
         let text = run_role("no-publisher", &["ticks"], env, "error");
+        // A directory that does not exist is said not to.
+        let missing = if path.exists() {
+            ""
+        } else {
+            ", which does not exist"
+        };
         assert_eq!(
             text,
             format!(
-                "no publisher on {} ({why}; {} to look elsewhere)",
+                "no publisher on {} ({why}{missing}; {} to look elsewhere)",
                 path.join("ticks").display(),
                 if why.contains("from SHMCAST_DIR") {
                     "change SHMCAST_DIR or set the `directory` option"
