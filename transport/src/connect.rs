@@ -389,12 +389,9 @@ pub(crate) fn attach(
     if cb_len != CONTROL_BLOCK_LEN as u64 || ring_len < HEADER_LEN as u64 {
         return Err(ProtocolError::Sizes { ring_len, cb_len }.into());
     }
-    // Kept only once sealed shared memory, whose close never waits; anything else the
-    // publisher sent is closed by the reaper thread.
-    shm::check_seals(ring.as_fd(), shm::RING_SEALS)
-        .map_err(|e| map_failure(e, "ring", ring_len))?;
-    let ring =
-        shm::ring_region(ring.keep(), HEADER_LEN).map_err(|e| map_failure(e, "ring", ring_len))?;
+    // The mapping keeps a descriptor only once its seals show it is shared memory, whose close
+    // never waits; anything else the publisher sent is closed by the reaper thread.
+    let ring = shm::ring_region(ring, HEADER_LEN).map_err(|e| map_failure(e, "ring", ring_len))?;
     // The announced size is the publisher's claim about its own descriptor: a mismatch means it
     // lies or sent the wrong file.
     if ring.len() as u64 != ring_len {
@@ -404,9 +401,7 @@ pub(crate) fn attach(
         }
         .into());
     }
-    shm::check_seals(control_block.as_fd(), shm::CONTROL_SEALS)
-        .map_err(|e| map_failure(e, "control block", cb_len))?;
-    let cb = shm::control_block_region(control_block.keep(), CONTROL_BLOCK_LEN)
+    let cb = shm::control_block_region(control_block, CONTROL_BLOCK_LEN)
         .map_err(|e| map_failure(e, "control block", cb_len))?;
     let max_message = layout::validate_ring(&ring)
         .map_err(ConnectError::Layout)?

@@ -32,7 +32,7 @@ use shmcast_core::layout::MAX_CAPACITY;
 use shmcast_core::{HEADER_LEN, Region};
 
 use crate::error::MapError;
-use crate::sys::{self, fs::SealFlags};
+use crate::sys::{self, fs::SealFlags, reaper::Received};
 
 /// Seals of the data ring: fixed size, no new writers, no further seals.
 pub(crate) const RING_SEALS: SealFlags = SealFlags::SHRINK
@@ -173,7 +173,7 @@ fn seal_names(seals: SealFlags) -> Vec<&'static str> {
 }
 
 /// Fails unless `fd` carries every seal in `required`.
-pub(crate) fn check_seals(fd: BorrowedFd<'_>, required: SealFlags) -> Result<(), MapError> {
+fn check_seals(fd: BorrowedFd<'_>, required: SealFlags) -> Result<(), MapError> {
     let seals = match sys::fs::get_seals(fd) {
         Ok(seals) => seals,
         // Not a sealable file at all.
@@ -195,9 +195,11 @@ pub(crate) fn check_seals(fd: BorrowedFd<'_>, required: SealFlags) -> Result<(),
 /// Requires [`RING_SEALS`] and a size of at least `min_len` bytes (and at least one, at most
 /// [`MAX_MAPPING_LEN`]). The whole file is mapped; the descriptor is closed afterwards (the
 /// mapping keeps the memory alive). The seals are checked before the size because only they make
-/// the size final.
-pub(crate) fn map_ring_readonly(fd: OwnedFd, min_len: usize) -> Result<ReadOnlyMapping, MapError> {
+/// the size final, and before the descriptor is kept: only sealed shared memory, whose close
+/// never waits, is closed here; anything else goes to the reaper thread.
+pub(crate) fn map_ring_readonly(fd: Received, min_len: usize) -> Result<ReadOnlyMapping, MapError> {
     check_seals(fd.as_fd(), RING_SEALS)?;
+    let fd = fd.keep();
     let size = sys::fs::fstat_size(fd.as_fd())?;
     let min = u64::try_from(min_len).unwrap_or(u64::MAX).max(1);
     if size < min {
@@ -218,9 +220,10 @@ pub(crate) fn map_ring_readonly(fd: OwnedFd, min_len: usize) -> Result<ReadOnlyM
 /// Maps a control block received from the publisher, read-write, after checking it.
 ///
 /// Requires [`CONTROL_SEALS`] and a size of exactly `len` bytes (not zero). The descriptor is
-/// closed afterwards.
-pub(crate) fn map_control_block(fd: OwnedFd, len: usize) -> Result<WritableMapping, MapError> {
+/// kept once its seals are checked, as [`map_ring_readonly`] does, and closed afterwards.
+pub(crate) fn map_control_block(fd: Received, len: usize) -> Result<WritableMapping, MapError> {
     check_seals(fd.as_fd(), CONTROL_SEALS)?;
+    let fd = fd.keep();
     let size = sys::fs::fstat_size(fd.as_fd())?;
     let expected = u64::try_from(len).unwrap_or(u64::MAX);
     if len == 0 || size != expected {
@@ -232,7 +235,7 @@ pub(crate) fn map_control_block(fd: OwnedFd, len: usize) -> Result<WritableMappi
 
 /// Maps a data ring received from the publisher as [`map_ring_readonly`] does, as a core
 /// [`Region`] that keeps the mapping alive.
-pub(crate) fn ring_region(fd: OwnedFd, min_len: usize) -> Result<Region, MapError> {
+pub(crate) fn ring_region(fd: Received, min_len: usize) -> Result<Region, MapError> {
     let map = Arc::new(map_ring_readonly(fd, min_len)?);
     let (ptr, len) = (map.as_ptr().cast_mut(), map.len());
     // SAFETY: read-only mapping of `len` bytes, sealed against shrinking (checked by
@@ -243,7 +246,7 @@ pub(crate) fn ring_region(fd: OwnedFd, min_len: usize) -> Result<Region, MapErro
 
 /// Maps a control block received from the publisher as [`map_control_block`] does, as a core
 /// [`Region`] that keeps the mapping alive.
-pub(crate) fn control_block_region(fd: OwnedFd, len: usize) -> Result<Region, MapError> {
+pub(crate) fn control_block_region(fd: Received, len: usize) -> Result<Region, MapError> {
     writable_region(map_control_block(fd, len)?)
 }
 
@@ -267,8 +270,9 @@ mod tests {
 
     const LEN: usize = 4096;
 
-    fn dup(fd: BorrowedFd<'_>) -> OwnedFd {
-        fd.try_clone_to_owned().unwrap()
+    /// A copy of `fd` as a subscriber receives it from its publisher.
+    fn dup(fd: BorrowedFd<'_>) -> Received {
+        Received::new(fd.try_clone_to_owned().unwrap())
     }
 
     /// What a hostile subscriber gets by re-opening its ring descriptor for writing.
@@ -419,7 +423,7 @@ mod tests {
             other => panic!("expected NotSealed, got {other:?}"),
         }
         sys::fs::add_seals(fd.as_fd(), SealFlags::SHRINK | SealFlags::GROW).unwrap();
-        let err = map_ring_readonly(fd, LEN).unwrap_err();
+        let err = map_ring_readonly(Received::new(fd), LEN).unwrap_err();
         let text = err.to_string();
         assert!(
             text.contains("F_SEAL_FUTURE_WRITE") && text.contains("F_SEAL_SEAL"),
@@ -428,23 +432,24 @@ mod tests {
         assert!(!text.contains("SHRINK"), "{text}");
 
         let evfd = sys::event::eventfd_create(true).unwrap();
-        match map_ring_readonly(evfd, 1) {
+        match map_ring_readonly(Received::new(evfd), 1) {
             Err(MapError::NotSealed { missing }) => assert_eq!(missing, seal_names(RING_SEALS)),
             other => panic!("expected NotSealed, got {other:?}"),
         }
         let evfd = sys::event::eventfd_create(true).unwrap();
         assert!(matches!(
-            map_control_block(evfd, LEN),
+            map_control_block(Received::new(evfd), LEN),
             Err(MapError::NotSealed { .. })
         ));
     }
 
-    /// A publisher's memfd sealed with exactly `seals` at `size` bytes, never mapped.
-    fn sealed_memfd(size: u64, seals: SealFlags) -> OwnedFd {
+    /// A publisher's memfd sealed with exactly `seals` at `size` bytes, never mapped, as a
+    /// subscriber receives it.
+    fn sealed_memfd(size: u64, seals: SealFlags) -> Received {
         let fd = sys::fs::memfd_create_sealable("shmcast-test-sized").unwrap();
         sys::fs::ftruncate(fd.as_fd(), size).unwrap();
         sys::fs::add_seals(fd.as_fd(), seals).unwrap();
-        fd
+        Received::new(fd)
     }
 
     #[test]

@@ -100,19 +100,25 @@ impl Format {
         }
     }
 
-    /// The messages one Zenoh payload carries: itself, or an exporter's message or batch.
-    fn messages(self, bytes: &[u8]) -> Result<Vec<&[u8]>> {
+    /// Passes `take` each message one Zenoh payload carries (itself, or an exporter's message
+    /// or batch), until it returns `true` (the end); returns whether it did. The plain path
+    /// takes its one message with nothing else done, as a plain subscriber would.
+    fn take_each(self, bytes: &[u8], mut take: impl FnMut(&[u8]) -> Result<bool>) -> Result<bool> {
         let bad = |e: wire::WireError| BenchError::Check(format!("an exporter's put: {e}"));
         match self {
-            Format::Plain => Ok(vec![bytes]),
+            Format::Plain => take(bytes),
             Format::Wire => {
                 let h = wire::decode(bytes).map_err(bad)?;
                 let body = &bytes[h.len..];
-                if h.batch {
-                    wire::records(body).map(|r| r.map_err(bad)).collect()
-                } else {
-                    Ok(vec![body])
+                if !h.batch {
+                    return take(body);
                 }
+                for record in wire::records(body) {
+                    if take(record.map_err(bad)?)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
             }
         }
     }
@@ -400,14 +406,7 @@ fn z_sub(endpoint: &str, latency: bool, format: Format) -> Result<()> {
         .callback_mut(move |sample| {
             let Some(t) = tally.as_mut() else { return };
             let bytes = sample.payload().to_bytes();
-            let ended = format.messages(&bytes).and_then(|messages| {
-                for m in messages {
-                    if t.take(m)? {
-                        return Ok(true);
-                    }
-                }
-                Ok(false)
-            });
+            let ended = format.take_each(&bytes, |m| t.take(m));
             match ended {
                 Ok(false) => {}
                 Ok(true) => {
